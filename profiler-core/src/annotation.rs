@@ -1,0 +1,138 @@
+//! Annotations: `Trace` guards and the `trace!` / `set_metadata!` macros.
+//!
+//! The names follow TensorFlow's `tf.profiler.experimental.Trace` and JAX's
+//! `TraceAnnotation` / `StepTraceAnnotation`: an annotation is an event on the current
+//! thread's line, from the guard's creation to its drop, with `key = value` fields;
+//! one that carries `step_num` is a training step for XProf.
+
+use std::marker::PhantomData;
+
+use crate::buffer::{self, EventRef};
+use crate::field::AsValue;
+
+/// Level of prof's own annotations: recorded whenever `host_tracer_level >= 1`.
+pub const USER_LEVEL: u8 = 1;
+
+/// An open annotation; the event ends when it drops.
+///
+/// Made by [`trace!`](crate::trace). It is `!Send`: an event belongs to the line of
+/// the thread that opened it, and must close there.
+#[must_use = "the annotation ends when this guard drops; bind it with `let _t = ...`"]
+#[derive(Debug)]
+pub struct Trace {
+    event: Option<EventRef>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Trace {
+    /// Opens an annotation named `name` if a session records user annotations.
+    ///
+    /// Prefer [`trace!`](crate::trace), which also skips evaluating field values
+    /// while nothing records.
+    #[inline]
+    pub fn new(name: &'static str) -> Trace {
+        if crate::session::enabled(USER_LEVEL) {
+            Trace::begin(name)
+        } else {
+            Trace::inert()
+        }
+    }
+
+    /// Opens an annotation without checking the gate (the caller just did).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn begin(name: &'static str) -> Trace {
+        Trace {
+            event: buffer::begin_event(name),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// A guard that records nothing.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn inert() -> Trace {
+        Trace {
+            event: None,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Whether this annotation is being recorded.
+    #[inline]
+    pub fn is_recording(&self) -> bool {
+        self.event.is_some()
+    }
+
+    /// Adds a field after creation, as `Trace.set_metadata` does in TensorFlow: for
+    /// values known only once the work is done (a cache hit, a batch size). Setting a
+    /// key again replaces its value.
+    ///
+    /// The value is evaluated by the caller even when nothing records; use
+    /// [`set_metadata!`](crate::set_metadata) to skip that.
+    #[inline]
+    pub fn set_metadata(&self, key: &'static str, value: impl AsValue) {
+        if let Some(event) = &self.event {
+            if crate::session::enabled(USER_LEVEL) {
+                buffer::add_field(event, key, value.as_value());
+            }
+        }
+    }
+}
+
+impl Drop for Trace {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(event) = &self.event {
+            buffer::end_event(event);
+        }
+    }
+}
+
+/// Opens an annotation on the current thread: `trace!("name", key = value, ...)`.
+///
+/// The event lasts until the returned [`Trace`] guard drops. Field values may be
+/// integers, floats, bools or strings. An annotation with a `step_num` field marks a
+/// training step (XProf's overview page graphs it).
+///
+/// While no session records, the whole macro is one relaxed atomic load: the field
+/// expressions are not evaluated and nothing is formatted or allocated.
+///
+/// ```
+/// # use profiler_core::trace;
+/// for step in 0..3 {
+///     let _step = trace!("Train", step_num = step);
+///     let _fwd = trace!("forward", batch = 32, model = "mlp");
+/// }
+/// ```
+#[macro_export]
+macro_rules! trace {
+    ($name:expr $(, $key:ident = $value:expr)* $(,)?) => {{
+        if $crate::session::enabled($crate::annotation::USER_LEVEL) {
+            let __prof_trace = $crate::Trace::begin($name);
+            $( __prof_trace.set_metadata(::core::stringify!($key), &$value); )*
+            __prof_trace
+        } else {
+            $crate::Trace::inert()
+        }
+    }};
+}
+
+/// Adds fields to an open annotation, evaluating them only if it is recorded:
+/// `set_metadata!(guard, key = value, ...)`.
+///
+/// ```
+/// # use profiler_core::{trace, set_metadata};
+/// let t = trace!("load_batch");
+/// let hit = true;
+/// set_metadata!(t, in_cache = hit, bytes = 4096);
+/// ```
+#[macro_export]
+macro_rules! set_metadata {
+    ($trace:expr $(, $key:ident = $value:expr)+ $(,)?) => {{
+        let __prof_trace: &$crate::Trace = &$trace;
+        if __prof_trace.is_recording() {
+            $( __prof_trace.set_metadata(::core::stringify!($key), &$value); )+
+        }
+    }};
+}

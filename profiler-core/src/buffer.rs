@@ -1,0 +1,572 @@
+//! Per-thread record buffers: where the hot path writes, and the collector reads.
+//!
+//! Each thread that records owns a [`ThreadBuffer`]: a linked list of fixed-size
+//! chunks of 32-byte [`Slot`]s. Only the owning thread writes; it publishes how many
+//! slots are complete with one release store, and the collector reads that many with
+//! one acquire load, so neither side ever takes a lock. The only lock is the registry's,
+//! taken once per thread lifetime when the thread first records, and by the collector.
+//!
+//! Steady state allocates nothing: chunks are kept for the thread's lifetime and reused
+//! by every later session (a session that records more than any before it grows the
+//! list by one 32 KiB chunk per 1024 records, amortised over those records).
+//!
+//! Records, each one slot of four `u64` words:
+//!
+//! | kind  | word 0          | word 1                      | word 2      | word 3        |
+//! |-------|-----------------|-----------------------------|-------------|---------------|
+//! | event | name pointer    | name length << 8 \| kind    | start ticks | end ticks (0 while open) |
+//! | field | key pointer     | key length << 8 \| tag << 4 \| kind | event sequence number | value bits, or string length |
+//! | bytes | string bytes, 32 per slot, following their field |||  |
+//!
+//! Every word is an atomic written with `Relaxed` ordering: on x86-64 and AArch64 that is
+//! a plain store, and it keeps the concurrent read by the collector free of data races.
+//! Names and keys are `&'static str`, stored as pointer and length; that is what makes
+//! an annotation with no fields exactly one 32-byte slot.
+
+#![allow(unsafe_code)]
+
+use std::cell::{Cell, OnceCell};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::field::Value;
+
+/// Slots per chunk: 1024 × 32 bytes = 32 KiB.
+pub(crate) const CHUNK_SLOTS: usize = 1024;
+/// Slots a thread claims from the session's budget at a time; the cap on events is
+/// shared by all threads without each record touching a shared cache line.
+const CLAIM: u64 = 256;
+/// Longest string value stored; longer ones are cut at a char boundary.
+pub(crate) const MAX_STR_BYTES: usize = 4096;
+
+const KIND_EVENT: u64 = 1;
+const KIND_FIELD: u64 = 2;
+
+const TAG_I64: u64 = 0;
+const TAG_U64: u64 = 1;
+const TAG_F64: u64 = 2;
+const TAG_BOOL: u64 = 3;
+const TAG_STR: u64 = 4;
+
+/// One 32-byte record.
+#[repr(C, align(32))]
+pub(crate) struct Slot([AtomicU64; 4]);
+
+impl Slot {
+    fn new() -> Slot {
+        Slot([
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+        ])
+    }
+
+    #[inline(always)]
+    fn write(&self, words: [u64; 4]) {
+        for (word, value) in self.0.iter().zip(words) {
+            word.store(value, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self) -> [u64; 4] {
+        [
+            self.0[0].load(Ordering::Relaxed),
+            self.0[1].load(Ordering::Relaxed),
+            self.0[2].load(Ordering::Relaxed),
+            self.0[3].load(Ordering::Acquire),
+        ]
+    }
+}
+
+struct Chunk {
+    slots: Box<[Slot]>,
+    next: OnceLock<Box<Chunk>>,
+}
+
+impl Chunk {
+    fn new() -> Box<Chunk> {
+        Box::new(Chunk {
+            slots: (0..CHUNK_SLOTS).map(|_| Slot::new()).collect(),
+            next: OnceLock::new(),
+        })
+    }
+}
+
+/// The shared half of a thread's buffer: what the collector reads.
+pub(crate) struct ThreadBuffer {
+    /// Line id on the host plane: unique in the process, so unique in its low 32 bits.
+    pub(crate) line_id: u32,
+    /// Thread name, or `Thread <os tid>` for unnamed threads.
+    pub(crate) name: String,
+    head: Box<Chunk>,
+    /// The session whose records the buffer holds.
+    generation: AtomicU64,
+    /// Complete slots of that session.
+    published: AtomicU64,
+    dropped_events: AtomicU64,
+    dropped_fields: AtomicU64,
+    exited: AtomicBool,
+}
+
+/// A record as the collector sees it.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Record {
+    Event {
+        seq: u64,
+        name: &'static str,
+        start: u64,
+        /// 0 while the event is open.
+        end: u64,
+    },
+    Field {
+        event_seq: u64,
+        key: &'static str,
+        value: OwnedValue,
+    },
+}
+
+/// A field value read back from a buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum OwnedValue {
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Str(String),
+}
+
+/// What a buffer lost to the session's cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Dropped {
+    pub(crate) events: u64,
+    pub(crate) fields: u64,
+}
+
+impl ThreadBuffer {
+    /// Reads the records of session `generation`, in the order they were written.
+    /// Returns `None` when the thread recorded nothing in that session.
+    pub(crate) fn read(&self, generation: u64, mut visit: impl FnMut(Record)) -> Option<Dropped> {
+        if self.generation.load(Ordering::Acquire) != generation {
+            return None;
+        }
+        let published = self.published.load(Ordering::Acquire);
+        let mut slots = SlotIter {
+            chunk: Some(&self.head),
+            pos: 0,
+            remaining: published,
+        };
+        let mut seq = 0u64;
+        while let Some(slot) = slots.next() {
+            let words = slot.read();
+            let this = seq;
+            seq += 1;
+            match words[1] & 0xf {
+                KIND_EVENT => visit(Record::Event {
+                    seq: this,
+                    // SAFETY: event slots hold a `&'static str` split into pointer and
+                    // length by `Writer::push_event`, published before this read.
+                    name: unsafe { static_str(words[0], words[1] >> 8) },
+                    start: words[2],
+                    end: words[3],
+                }),
+                KIND_FIELD => {
+                    // SAFETY: field slots hold a `&'static str` key split into pointer
+                    // and length by `Writer::push_field`.
+                    let key = unsafe { static_str(words[0], words[1] >> 8) };
+                    let value = match (words[1] >> 4) & 0xf {
+                        TAG_I64 => OwnedValue::I64(words[3] as i64),
+                        TAG_U64 => OwnedValue::U64(words[3]),
+                        TAG_F64 => OwnedValue::F64(f64::from_bits(words[3])),
+                        TAG_BOOL => OwnedValue::Bool(words[3] != 0),
+                        _ => {
+                            let len = words[3] as usize;
+                            let mut bytes = Vec::with_capacity(len);
+                            for _ in 0..len.div_ceil(32) {
+                                let Some(slot) = slots.next() else { break };
+                                seq += 1;
+                                for word in slot.read() {
+                                    bytes.extend_from_slice(&word.to_le_bytes());
+                                }
+                            }
+                            bytes.truncate(len);
+                            OwnedValue::Str(String::from_utf8_lossy(&bytes).into_owned())
+                        }
+                    };
+                    visit(Record::Field {
+                        event_seq: words[2],
+                        key,
+                        value,
+                    });
+                }
+                // A slot is only published once written; anything else is a bug, and
+                // skipping it keeps the rest of the thread's records.
+                _ => {}
+            }
+        }
+        Some(Dropped {
+            events: self.dropped_events.load(Ordering::Relaxed),
+            fields: self.dropped_fields.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Complete slots of the current session (for tests of the record layout).
+    #[cfg(test)]
+    pub(crate) fn published(&self) -> u64 {
+        self.published.load(Ordering::Acquire)
+    }
+}
+
+/// # Safety
+/// `ptr` and `len` must come from a `&'static str`.
+unsafe fn static_str(ptr: u64, len: u64) -> &'static str {
+    // SAFETY: guaranteed by the caller: the bytes are a live, immutable, valid UTF-8
+    // `'static` string.
+    unsafe {
+        std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+            ptr as usize as *const u8,
+            len as usize,
+        ))
+    }
+}
+
+struct SlotIter<'a> {
+    chunk: Option<&'a Chunk>,
+    pos: usize,
+    remaining: u64,
+}
+
+impl<'a> Iterator for SlotIter<'a> {
+    type Item = &'a Slot;
+
+    fn next(&mut self) -> Option<&'a Slot> {
+        if self.remaining == 0 {
+            return None;
+        }
+        if self.pos == CHUNK_SLOTS {
+            // The writer links a chunk before publishing any slot in it.
+            self.chunk = self.chunk?.next.get().map(|c| &**c);
+            self.pos = 0;
+        }
+        let slot = &self.chunk?.slots[self.pos];
+        self.pos += 1;
+        self.remaining -= 1;
+        Some(slot)
+    }
+}
+
+/// The current session: buffers holding another generation are stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Slots the current session may still hand out.
+static BUDGET: AtomicU64 = AtomicU64::new(0);
+static NEXT_LINE_ID: AtomicU32 = AtomicU32::new(1);
+static REGISTRY: Mutex<Vec<Arc<ThreadBuffer>>> = Mutex::new(Vec::new());
+
+/// Begins session `generation` with room for `max_records` slots, and forgets the
+/// buffers of threads that exited before it.
+pub(crate) fn begin_session(generation: u64, max_records: u64) {
+    BUDGET.store(max_records, Ordering::Relaxed);
+    GENERATION.store(generation, Ordering::Release);
+    registry().retain(|b| !b.exited.load(Ordering::Acquire));
+}
+
+/// Every buffer, including those of threads that exited during the session.
+pub(crate) fn buffers() -> Vec<Arc<ThreadBuffer>> {
+    registry().clone()
+}
+
+fn registry() -> std::sync::MutexGuard<'static, Vec<Arc<ThreadBuffer>>> {
+    // A panic while holding the lock cannot leave the Vec inconsistent.
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The writing half of a thread's buffer, in a thread-local.
+///
+/// Cells rather than `&mut`: the hot path may be re-entered from inside itself (an
+/// allocation of a new chunk can be observed by a tracking allocator that records),
+/// and every method leaves the cells consistent before anything that could re-enter.
+struct Writer {
+    buffer: OnceCell<Arc<ThreadBuffer>>,
+    generation: Cell<u64>,
+    chunk: Cell<*const Chunk>,
+    pos: Cell<usize>,
+    seq: Cell<u64>,
+    budget: Cell<u64>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.get() {
+            buffer.exited.store(true, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static WRITER: Writer = const {
+        Writer {
+            buffer: OnceCell::new(),
+            generation: Cell::new(0),
+            chunk: Cell::new(std::ptr::null()),
+            pos: Cell::new(0),
+            seq: Cell::new(0),
+            budget: Cell::new(0),
+        }
+    };
+}
+
+/// Where an open event lives, so its guard can close it and add fields.
+#[derive(Debug)]
+pub(crate) struct EventRef {
+    slot: *const Slot,
+    seq: u64,
+    generation: u64,
+}
+
+impl Writer {
+    #[cold]
+    fn register(&self) -> Arc<ThreadBuffer> {
+        let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
+        let name = std::thread::current()
+            .name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
+        let buffer = Arc::new(ThreadBuffer {
+            line_id,
+            name,
+            head: Chunk::new(),
+            generation: AtomicU64::new(0),
+            published: AtomicU64::new(0),
+            dropped_events: AtomicU64::new(0),
+            dropped_fields: AtomicU64::new(0),
+            exited: AtomicBool::new(false),
+        });
+        registry().push(Arc::clone(&buffer));
+        buffer
+    }
+
+    /// Starts writing session `generation` from the first chunk.
+    #[cold]
+    fn reset(&self, generation: u64) {
+        let buffer = self.buffer.get_or_init(|| self.register());
+        // Order matters to the collector: it must never pair the new generation with
+        // the old session's count.
+        buffer.published.store(0, Ordering::Relaxed);
+        buffer.dropped_events.store(0, Ordering::Relaxed);
+        buffer.dropped_fields.store(0, Ordering::Relaxed);
+        buffer.generation.store(generation, Ordering::Release);
+        self.chunk.set(&*buffer.head);
+        self.pos.set(0);
+        self.seq.set(0);
+        self.budget.set(0);
+        self.generation.set(generation);
+    }
+
+    /// Makes room for `n` slots in the current session, or says there is none.
+    #[inline(always)]
+    fn reserve(&self, n: u64) -> bool {
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if self.generation.get() != generation {
+            self.reset(generation);
+        }
+        self.budget.get() >= n || self.claim(n)
+    }
+
+    #[cold]
+    fn claim(&self, n: u64) -> bool {
+        let want = n.max(CLAIM);
+        let taken = BUDGET.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            (left + self.budget.get() >= n).then(|| left - left.min(want))
+        });
+        match taken {
+            Ok(left) => {
+                self.budget.set(self.budget.get() + left.min(want));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The next slot. Callers reserved it first.
+    #[inline(always)]
+    fn next_slot(&self) -> &Slot {
+        let mut pos = self.pos.get();
+        if pos == CHUNK_SLOTS {
+            self.next_chunk();
+            pos = 0;
+        }
+        self.pos.set(pos + 1);
+        self.budget.set(self.budget.get() - 1);
+        // SAFETY: `chunk` points into the list owned by `self.buffer`, which lives as
+        // long as this thread-local; chunks are never freed while their buffer lives.
+        // `reset` set it before any reservation succeeded.
+        let chunk = unsafe { &*self.chunk.get() };
+        &chunk.slots[pos]
+    }
+
+    #[cold]
+    fn next_chunk(&self) {
+        // SAFETY: as in `next_slot`.
+        let chunk = unsafe { &*self.chunk.get() };
+        let next = chunk.next.get_or_init(Chunk::new);
+        self.chunk.set(&**next);
+        self.pos.set(0);
+    }
+
+    #[inline(always)]
+    fn publish(&self, seq: u64) {
+        self.seq.set(seq);
+        if let Some(buffer) = self.buffer.get() {
+            buffer.published.store(seq, Ordering::Release);
+        }
+    }
+
+    fn count_dropped(&self, event: bool) {
+        if let Some(buffer) = self.buffer.get() {
+            let counter = if event {
+                &buffer.dropped_events
+            } else {
+                &buffer.dropped_fields
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    fn push_event(&self, name: &'static str) -> Option<EventRef> {
+        if !self.reserve(1) {
+            self.count_dropped(true);
+            return None;
+        }
+        let seq = self.seq.get();
+        let slot = self.next_slot();
+        // Read the clock last, so the bookkeeping above is not billed to the event.
+        let start = crate::clock::now();
+        slot.write([
+            name.as_ptr() as u64,
+            (name.len() as u64) << 8 | KIND_EVENT,
+            start,
+            0,
+        ]);
+        self.publish(seq + 1);
+        Some(EventRef {
+            slot,
+            seq,
+            generation: self.generation.get(),
+        })
+    }
+
+    fn push_field(&self, event_seq: u64, key: &'static str, value: Value<'_>) {
+        let (tag, bits, text) = match value {
+            Value::I64(v) => (TAG_I64, v as u64, None),
+            Value::U64(v) => (TAG_U64, v, None),
+            Value::F64(v) => (TAG_F64, v.to_bits(), None),
+            Value::Bool(v) => (TAG_BOOL, u64::from(v), None),
+            Value::Str(s) => {
+                let s = truncate(s, MAX_STR_BYTES);
+                (TAG_STR, s.len() as u64, Some(s))
+            }
+        };
+        let extra = text.map_or(0, |s| s.len().div_ceil(32) as u64);
+        if !self.reserve(1 + extra) {
+            self.count_dropped(false);
+            return;
+        }
+        let mut seq = self.seq.get();
+        self.next_slot().write([
+            key.as_ptr() as u64,
+            (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
+            event_seq,
+            bits,
+        ]);
+        seq += 1;
+        if let Some(text) = text {
+            for piece in text.as_bytes().chunks(32) {
+                let mut block = [0u8; 32];
+                block[..piece.len()].copy_from_slice(piece);
+                let word = |i: usize| {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(&block[i * 8..i * 8 + 8]);
+                    u64::from_le_bytes(w)
+                };
+                self.next_slot().write([word(0), word(1), word(2), word(3)]);
+                seq += 1;
+            }
+        }
+        self.publish(seq);
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Opens an event named `name` on this thread. `None` when the session's cap is
+/// reached (the drop is counted) or the thread is shutting down.
+#[inline(always)]
+pub(crate) fn begin_event(name: &'static str) -> Option<EventRef> {
+    WRITER.try_with(|w| w.push_event(name)).ok().flatten()
+}
+
+/// Closes an event opened by [`begin_event`] on this thread.
+#[inline(always)]
+pub(crate) fn end_event(event: &EventRef) {
+    let end = crate::clock::now();
+    let _ = WRITER.try_with(|w| {
+        // A new session reuses the slots: only close events of the one still written.
+        if w.generation.get() == event.generation {
+            // SAFETY: same generation means no `reset` ran since `push_event` made this
+            // pointer, so the slot is still this event's and its chunk is alive (the
+            // writer's buffer outlives the thread-local we are inside).
+            let slot = unsafe { &*event.slot };
+            slot.0[3].store(end.max(1), Ordering::Release);
+        }
+    });
+}
+
+/// Adds a field to an event opened by [`begin_event`] on this thread.
+pub(crate) fn add_field(event: &EventRef, key: &'static str, value: Value<'_>) {
+    let _ = WRITER.try_with(|w| {
+        if w.generation.get() == event.generation {
+            w.push_field(event.seq, key, value);
+        }
+    });
+}
+
+fn os_thread_id() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions and cannot fail.
+        (unsafe { libc::gettid() }) as u64
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        thread_local!(static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
+        ID.with(|id| *id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 32);
+        assert_eq!(std::mem::align_of::<Slot>(), 32);
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("abc", 10), "abc");
+    }
+}

@@ -1,0 +1,322 @@
+//! `ProfileOptions`: what a session records, validated before it starts.
+//!
+//! The fields and their defaults are those of TSL's `ProfileOptions` as JAX exposes it
+//! (`jax.profiler.ProfileOptions`), plus a cap on recorded events.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Default cap on recorded records: 8 Mi × 32 bytes = 256 MiB at most.
+pub const DEFAULT_MAX_EVENTS: u64 = 8 << 20;
+
+/// What a profiling session records.
+///
+/// ```
+/// use profiler_core::ProfileOptions;
+///
+/// let options = ProfileOptions::default()
+///     .host_tracer_level(3)
+///     .duration_ms(2_000)
+///     .advanced("gpu_max_activity_api_events", 1 << 20);
+/// assert!(options.validate().is_ok());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileOptions {
+    /// 0 records nothing on the host, 1 only prof's own annotations (`prof::trace!`,
+    /// `#[prof::instrument]`), 2 (default) also every `tracing` span the subscriber
+    /// passes, 3 verbose: also `tracing` events and every poll of async spans.
+    pub host_tracer_level: u32,
+    /// 0 disables the GPU tracer, 1 (default) enables it when one is available.
+    pub device_tracer_level: u32,
+    /// Wait this long after `start` before recording.
+    pub delay_ms: u64,
+    /// Stop, collect and write automatically after recording this long; 0 records until
+    /// `stop`.
+    pub duration_ms: u64,
+    /// Cap on recorded records: each event, and each field of an event, is one 32-byte
+    /// record. What is dropped past it is counted and reported as a warning.
+    pub max_events: u64,
+    /// Tracer-specific settings, checked against [`CONFIG_KEYS`].
+    pub advanced_configuration: BTreeMap<String, ConfigValue>,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        ProfileOptions {
+            host_tracer_level: 2,
+            device_tracer_level: 1,
+            delay_ms: 0,
+            duration_ms: 0,
+            max_events: DEFAULT_MAX_EVENTS,
+            advanced_configuration: BTreeMap::new(),
+        }
+    }
+}
+
+impl ProfileOptions {
+    /// Sets [`ProfileOptions::host_tracer_level`].
+    pub fn host_tracer_level(mut self, level: u32) -> Self {
+        self.host_tracer_level = level;
+        self
+    }
+
+    /// Sets [`ProfileOptions::device_tracer_level`].
+    pub fn device_tracer_level(mut self, level: u32) -> Self {
+        self.device_tracer_level = level;
+        self
+    }
+
+    /// Sets [`ProfileOptions::delay_ms`].
+    pub fn delay_ms(mut self, ms: u64) -> Self {
+        self.delay_ms = ms;
+        self
+    }
+
+    /// Sets [`ProfileOptions::duration_ms`].
+    pub fn duration_ms(mut self, ms: u64) -> Self {
+        self.duration_ms = ms;
+        self
+    }
+
+    /// Sets [`ProfileOptions::max_events`].
+    pub fn max_events(mut self, max: u64) -> Self {
+        self.max_events = max;
+        self
+    }
+
+    /// Adds one `advanced_configuration` entry.
+    pub fn advanced(mut self, key: impl Into<String>, value: impl Into<ConfigValue>) -> Self {
+        self.advanced_configuration.insert(key.into(), value.into());
+        self
+    }
+
+    /// Checks every option; the error names the offending one and what is valid.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for a tracer level out of range, a zero
+    /// `max_events`, or an `advanced_configuration` key that is unknown or has a value
+    /// of the wrong type.
+    pub fn validate(&self) -> Result<()> {
+        if self.host_tracer_level > 3 {
+            return Err(invalid(format!(
+                "host_tracer_level = {} is out of range: use 0 (off), 1 (user annotations), 2 (default) or 3 (verbose)",
+                self.host_tracer_level
+            )));
+        }
+        if self.device_tracer_level > 1 {
+            return Err(invalid(format!(
+                "device_tracer_level = {} is out of range: use 0 (off) or 1 (on)",
+                self.device_tracer_level
+            )));
+        }
+        if self.max_events == 0 {
+            return Err(invalid(
+                "max_events = 0 would record nothing: use a positive cap",
+            ));
+        }
+        for (key, value) in &self.advanced_configuration {
+            let Some(spec) = CONFIG_KEYS.iter().find(|k| k.name == key) else {
+                let valid: Vec<_> = CONFIG_KEYS.iter().map(|k| k.name).collect();
+                return Err(invalid(format!(
+                    "unknown advanced_configuration key {key:?}; valid keys: {}",
+                    valid.join(", ")
+                )));
+            };
+            let ok = match (spec.kind, value) {
+                (ConfigKind::Int, ConfigValue::Int(v)) => *v >= 0,
+                (ConfigKind::Bool, ConfigValue::Bool(_)) => true,
+                (ConfigKind::Str, ConfigValue::Str(_)) => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(invalid(format!(
+                    "advanced_configuration key {key:?} takes {}, got {value:?}",
+                    spec.kind
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The integer value of an `advanced_configuration` key, if set.
+    pub fn advanced_int(&self, key: &str) -> Option<i64> {
+        match self.advanced_configuration.get(key) {
+            Some(ConfigValue::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The boolean value of an `advanced_configuration` key, if set.
+    pub fn advanced_bool(&self, key: &str) -> Option<bool> {
+        match self.advanced_configuration.get(key) {
+            Some(ConfigValue::Bool(v)) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidArgument, message)
+}
+
+/// A value in `advanced_configuration`: a string, a bool or an integer, as in TSL's
+/// `AdvancedConfigValue`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigValue {
+    /// A string.
+    Str(String),
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+}
+
+impl From<&str> for ConfigValue {
+    fn from(v: &str) -> Self {
+        ConfigValue::Str(v.to_owned())
+    }
+}
+impl From<String> for ConfigValue {
+    fn from(v: String) -> Self {
+        ConfigValue::Str(v)
+    }
+}
+impl From<bool> for ConfigValue {
+    fn from(v: bool) -> Self {
+        ConfigValue::Bool(v)
+    }
+}
+impl From<i64> for ConfigValue {
+    fn from(v: i64) -> Self {
+        ConfigValue::Int(v)
+    }
+}
+impl From<i32> for ConfigValue {
+    fn from(v: i32) -> Self {
+        ConfigValue::Int(v.into())
+    }
+}
+impl From<u32> for ConfigValue {
+    fn from(v: u32) -> Self {
+        ConfigValue::Int(v.into())
+    }
+}
+
+/// The type an `advanced_configuration` key takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigKind {
+    /// A non-negative integer.
+    Int,
+    /// A boolean.
+    Bool,
+    /// A string.
+    Str,
+}
+
+impl fmt::Display for ConfigKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConfigKind::Int => "a non-negative integer",
+            ConfigKind::Bool => "a bool",
+            ConfigKind::Str => "a string",
+        })
+    }
+}
+
+/// One accepted `advanced_configuration` key.
+#[derive(Clone, Copy, Debug)]
+pub struct ConfigKey {
+    /// The key.
+    pub name: &'static str,
+    /// The type of its value.
+    pub kind: ConfigKind,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// Every accepted `advanced_configuration` key. The GPU keys are named as JAX and TSL
+/// name them; they are read by the CUPTI device tracer and ignored, with a warning in
+/// the profile, where none runs.
+pub const CONFIG_KEYS: &[ConfigKey] = &[
+    ConfigKey {
+        name: "gpu_max_activity_api_events",
+        kind: ConfigKind::Int,
+        doc: "cap on CUPTI activity records (kernels, copies, memsets) kept per session",
+    },
+    ConfigKey {
+        name: "gpu_max_callback_api_events",
+        kind: ConfigKind::Int,
+        doc: "cap on CUDA driver/runtime API calls kept per session",
+    },
+    ConfigKey {
+        name: "gpu_max_annotation_api_events",
+        kind: ConfigKind::Int,
+        doc: "cap on host annotations attached to GPU activity per session",
+    },
+    ConfigKey {
+        name: "gpu_enable_nvtx_tracking",
+        kind: ConfigKind::Bool,
+        doc: "also record NVTX ranges pushed by libraries",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        ProfileOptions::default().validate().expect("valid");
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_the_valid_ones() {
+        let err = ProfileOptions::default()
+            .advanced("gpu_max_activty_api_events", 5)
+            .validate()
+            .expect_err("typo must be rejected");
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        let msg = err.to_string();
+        assert!(msg.contains("\"gpu_max_activty_api_events\""), "{msg}");
+        assert!(msg.contains("gpu_max_activity_api_events"), "{msg}");
+        assert!(msg.contains("gpu_enable_nvtx_tracking"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_type_is_named() {
+        let err = ProfileOptions::default()
+            .advanced("gpu_enable_nvtx_tracking", "yes")
+            .validate()
+            .expect_err("string for a bool");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("gpu_enable_nvtx_tracking") && msg.contains("a bool"),
+            "{msg}"
+        );
+        let err = ProfileOptions::default()
+            .advanced("gpu_max_activity_api_events", -1)
+            .validate()
+            .expect_err("negative cap");
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn levels_are_range_checked() {
+        for (opts, name) in [
+            (
+                ProfileOptions::default().host_tracer_level(4),
+                "host_tracer_level",
+            ),
+            (
+                ProfileOptions::default().device_tracer_level(2),
+                "device_tracer_level",
+            ),
+            (ProfileOptions::default().max_events(0), "max_events"),
+        ] {
+            let err = opts.validate().expect_err("out of range");
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+}

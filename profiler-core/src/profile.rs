@@ -1,0 +1,108 @@
+//! `Profile`: what a finished session hands back.
+
+use std::path::{Path, PathBuf};
+
+use crate::schema;
+use crate::xspace::{XSpace, XStatValue};
+
+/// A finished profile: the collected [`XSpace`] and where it was written.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    space: XSpace,
+    files: Vec<PathBuf>,
+}
+
+impl Profile {
+    /// A profile of a collected space, not yet written anywhere.
+    pub fn new(space: XSpace) -> Profile {
+        Profile {
+            space,
+            files: Vec::new(),
+        }
+    }
+
+    /// The collected space.
+    pub fn xspace(&self) -> &XSpace {
+        &self.space
+    }
+
+    /// Takes the collected space.
+    pub fn into_xspace(self) -> XSpace {
+        self.space
+    }
+
+    /// Files written for this profile (the `.xplane.pb`, and any other format asked for).
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// Records that `path` was written for this profile.
+    pub fn add_file(&mut self, path: impl Into<PathBuf>) {
+        self.files.push(path.into());
+    }
+
+    /// The run directory holding the files, when written to a logdir.
+    pub fn run_dir(&self) -> Option<&Path> {
+        self.files.first().and_then(|f| f.parent())
+    }
+
+    /// The host this profile was recorded on.
+    pub fn host_name(&self) -> &str {
+        self.space
+            .hostnames
+            .first()
+            .map_or("localhost", String::as_str)
+    }
+
+    /// Warnings met while recording (events dropped at the cap, tracers unavailable).
+    pub fn warnings(&self) -> &[String] {
+        &self.space.warnings
+    }
+
+    /// Number of events on the host plane.
+    pub fn event_count(&self) -> usize {
+        self.space
+            .plane(schema::HOST_PLANE)
+            .map_or(0, |p| p.lines.iter().map(|l| l.events.len()).sum())
+    }
+
+    /// The step numbers of the training steps recorded (events carrying `step_num`), in
+    /// order of first appearance.
+    pub fn steps(&self) -> Vec<i64> {
+        let Some(plane) = self.space.plane(schema::HOST_PLANE) else {
+            return Vec::new();
+        };
+        let (Some(root), Some(step)) = (
+            plane.stat_id(schema::IS_ROOT),
+            plane.stat_id(schema::STEP_NUM),
+        ) else {
+            return Vec::new();
+        };
+        let mut steps = Vec::new();
+        for event in plane.lines.iter().flat_map(|l| &l.events) {
+            let is_root = event.stats.iter().any(|s| s.metadata_id == root);
+            let num = event.stats.iter().find(|s| s.metadata_id == step);
+            if let (true, Some(XStatValue::Int64(n))) =
+                (is_root, num.and_then(|s| s.value.as_ref()))
+            {
+                if !steps.contains(n) {
+                    steps.push(*n);
+                }
+            }
+        }
+        steps
+    }
+
+    /// Wall-clock start and stop of the recording, in nanoseconds since the Unix epoch.
+    pub fn wall_time_ns(&self) -> Option<(u64, u64)> {
+        let plane = self.space.plane(schema::TASK_ENV_PLANE)?;
+        let get = |name| match plane.find_stat(&plane.stats, name) {
+            Some(XStatValue::Uint64(v)) => Some(*v),
+            _ => None,
+        };
+        Some((
+            get(schema::PROFILE_START_TIME)?,
+            get(schema::PROFILE_STOP_TIME)?,
+        ))
+    }
+}

@@ -1,0 +1,21 @@
+//! Names and ids with a meaning to XProf, as TSL's `xplane_schema` spells them.
+
+/// The host plane. XProf shows no other host plane name.
+pub const HOST_PLANE: &str = "/host:CPU";
+/// The host plane's id in TSL.
+pub const HOST_PLANE_ID: i64 = 49;
+/// The plane holding session-wide facts such as the wall-clock start and stop.
+pub const TASK_ENV_PLANE: &str = "Task Environment";
+/// Id given to the task environment plane.
+pub const TASK_ENV_PLANE_ID: i64 = 50;
+
+/// Task environment stat: wall-clock start, uint64 ns since the Unix epoch.
+pub const PROFILE_START_TIME: &str = "profile_start_time";
+/// Task environment stat: wall-clock stop, uint64 ns since the Unix epoch.
+pub const PROFILE_STOP_TIME: &str = "profile_stop_time";
+
+/// Step number of a training step (int64: any other type numbers every step 0).
+pub const STEP_NUM: &str = "step_num";
+/// "Is root": marks an event as a step root for XProf's step grouping (int64 1), as
+/// JAX's `StepTraceAnnotation` and TF's `trace(..., _r=1)` do.
+pub const IS_ROOT: &str = "_r";

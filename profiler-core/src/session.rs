@@ -1,0 +1,195 @@
+//! Sessions: one at a time per process, started and stopped as in `tf.profiler` and
+//! `jax.profiler`.
+//!
+//! The gate every annotation checks is [`HOST_LEVEL`]: 0 while nothing records, the
+//! session's `host_tracer_level` while one does. Start and stop are cold paths and
+//! serialise on one mutex; recording never touches it.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::buffer;
+use crate::clock::Anchor;
+use crate::collect::collect;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{ProfileOptions, CONFIG_KEYS};
+use crate::profile::Profile;
+
+/// The recording gate: the current session's host tracer level, or 0.
+///
+/// Every annotation reads it once with `Relaxed` ordering; that load is the whole cost
+/// of an annotation while no session runs.
+pub static HOST_LEVEL: AtomicU8 = AtomicU8::new(0);
+
+/// Whether an annotation of `level` (1 user, 2 default, 3 verbose) is recorded now.
+#[inline(always)]
+pub fn enabled(level: u8) -> bool {
+    level <= HOST_LEVEL.load(Ordering::Relaxed)
+}
+
+/// What a session does with its profile once collected: the facade writes the logdir.
+/// It runs on the thread that stops the session (or on the timer thread at the end of
+/// `duration_ms`).
+pub type Finisher = Box<dyn FnOnce(Profile) -> Result<Profile> + Send>;
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+static STATE: Mutex<State> = Mutex::new(State::Idle);
+
+enum State {
+    Idle,
+    Running(Running),
+    /// Stopped on its own after `duration_ms`, waiting for `stop` to hand it over.
+    Finished(Result<Profile>),
+}
+
+struct Running {
+    generation: u64,
+    options: ProfileOptions,
+    /// `None` while `delay_ms` has not elapsed.
+    start: Option<Anchor>,
+    finisher: Option<Finisher>,
+    /// Dropping it wakes and ends the session's timer thread.
+    _cancel_timer: Option<mpsc::Sender<()>>,
+}
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    // Every transition leaves the state valid before anything that can panic.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a session is running (recording, or waiting for its `delay_ms`).
+pub fn is_running() -> bool {
+    matches!(*state(), State::Running(_))
+}
+
+/// Starts a session.
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] for invalid options, [`ErrorKind::AlreadyExists`]
+/// when a session is already running.
+pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> {
+    options.validate()?;
+    let mut state = state();
+    if let State::Running(running) = &*state {
+        return Err(Error::new(
+            ErrorKind::AlreadyExists,
+            format!(
+                "a profiling session is already running (session {}); stop it before starting another",
+                running.generation
+            ),
+        ));
+    }
+    let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+    buffer::begin_session(generation, options.max_events);
+    let delay = Duration::from_millis(options.delay_ms);
+    let duration = Duration::from_millis(options.duration_ms);
+    let cancel = if delay.is_zero() && duration.is_zero() {
+        None
+    } else {
+        Some(spawn_timer(generation, delay, duration)?)
+    };
+    let start = delay.is_zero().then(|| open_gate(&options));
+    *state = State::Running(Running {
+        generation,
+        options,
+        start,
+        finisher,
+        _cancel_timer: cancel,
+    });
+    Ok(())
+}
+
+/// Stops the running session, collects its profile and runs its finisher.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session runs; otherwise what the finisher
+/// returned (the profile travels inside a write error).
+pub fn stop() -> Result<Profile> {
+    let mut state = state();
+    match std::mem::replace(&mut *state, State::Idle) {
+        State::Running(running) => finish(running),
+        State::Finished(result) => result,
+        State::Idle => Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            "no profiling session is running: call start before stop",
+        )),
+    }
+}
+
+fn open_gate(options: &ProfileOptions) -> Anchor {
+    let anchor = Anchor::now();
+    HOST_LEVEL.store(options.host_tracer_level as u8, Ordering::Release);
+    anchor
+}
+
+fn finish(mut running: Running) -> Result<Profile> {
+    HOST_LEVEL.store(0, Ordering::Release);
+    let stop = Anchor::now();
+    let start = running.start.unwrap_or(stop);
+    let (mut space, _stats) = collect(running.generation, &start, &stop);
+    let ignored: Vec<_> = running
+        .options
+        .advanced_configuration
+        .keys()
+        .filter(|k| k.starts_with("gpu_") && CONFIG_KEYS.iter().any(|c| c.name == *k))
+        .cloned()
+        .collect();
+    if !ignored.is_empty()
+        && !space
+            .planes
+            .iter()
+            .any(|p| p.name.starts_with("/device:GPU:"))
+    {
+        space.warnings.push(format!(
+            "prof: advanced_configuration {} had no effect: no GPU tracer ran in this session",
+            ignored.join(", ")
+        ));
+    }
+    let profile = Profile::new(space);
+    match running.finisher.take() {
+        Some(finisher) => finisher(profile),
+        None => Ok(profile),
+    }
+}
+
+fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<mpsc::Sender<()>> {
+    let (cancel, cancelled) = mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("prof-session-timer".into())
+        .spawn(move || {
+            // Any message or a dropped sender means the session ended another way.
+            let wait = |d: Duration| {
+                d.is_zero() || cancelled.recv_timeout(d) == Err(RecvTimeoutError::Timeout)
+            };
+            if !wait(delay) {
+                return;
+            }
+            if !delay.is_zero() {
+                let mut state = state();
+                match &mut *state {
+                    State::Running(r) if r.generation == generation => {
+                        r.start = Some(open_gate(&r.options));
+                    }
+                    _ => return,
+                }
+            }
+            if duration.is_zero() || !wait(duration) {
+                return;
+            }
+            let mut state = state();
+            if matches!(&*state, State::Running(r) if r.generation == generation) {
+                if let State::Running(running) = std::mem::replace(&mut *state, State::Idle) {
+                    *state = State::Finished(finish(running));
+                }
+            }
+        });
+    match spawned {
+        Ok(_) => Ok(cancel),
+        Err(e) => Err(Error::new(
+            ErrorKind::Io,
+            format!("cannot spawn the thread that times delay_ms/duration_ms: {e}"),
+        )),
+    }
+}

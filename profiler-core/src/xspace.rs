@@ -1,0 +1,389 @@
+//! The XSpace data model: the one representation between recording and every output.
+//!
+//! These are the messages of TSL's `tsl/profiler/protobuf/xplane.proto` (package
+//! `tensorflow.profiler`), written by hand with prost so that no `protoc` is needed.
+//! Field numbers follow the public schema; a file encoded from these types is read by
+//! XProf/TensorBoard exactly like one written by TensorFlow or JAX.
+//!
+//! An [`XSpace`] holds [`XPlane`]s (one per host or device); a plane holds [`XLine`]s
+//! (one per thread or stream) of [`XEvent`]s. Event and stat names are interned per
+//! plane in [`XEventMetadata`] / [`XStatMetadata`] maps keyed by id; [`PlaneBuilder`]
+//! does that interning.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// A profile of one host: its planes, warnings and errors. Encoded as `<host>.xplane.pb`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XSpace {
+    /// One plane per host or device.
+    #[prost(message, repeated, tag = "1")]
+    pub planes: Vec<XPlane>,
+    /// Errors met while collecting.
+    #[prost(string, repeated, tag = "2")]
+    pub errors: Vec<String>,
+    /// Warnings met while collecting (dropped events, missing tracers).
+    #[prost(string, repeated, tag = "3")]
+    pub warnings: Vec<String>,
+    /// Host names this space was collected on.
+    #[prost(string, repeated, tag = "4")]
+    pub hostnames: Vec<String>,
+}
+
+/// A host or a device: its lines, its interned metadata and its own stats.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XPlane {
+    /// Plane id, unique in its space.
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    /// Plane name, e.g. `/host:CPU`, `/device:GPU:0`, `Task Environment`.
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// Lines (threads, streams) of this plane.
+    #[prost(message, repeated, tag = "3")]
+    pub lines: Vec<XLine>,
+    /// Event metadata by id (ids start at 1).
+    #[prost(btree_map = "int64, message", tag = "4")]
+    pub event_metadata: BTreeMap<i64, XEventMetadata>,
+    /// Stat metadata by id (ids start at 1).
+    #[prost(btree_map = "int64, message", tag = "5")]
+    pub stat_metadata: BTreeMap<i64, XStatMetadata>,
+    /// Stats that describe the whole plane.
+    #[prost(message, repeated, tag = "6")]
+    pub stats: Vec<XStat>,
+}
+
+/// A timeline: one thread of a host, or one stream of a device.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XLine {
+    /// Line id. The trace viewer keeps only its low 32 bits.
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    /// Id shown instead of `id` when non-zero.
+    #[prost(int64, tag = "10")]
+    pub display_id: i64,
+    /// Line name (the thread name).
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// Name shown instead of `name` when set.
+    #[prost(string, tag = "11")]
+    pub display_name: String,
+    /// Start of the line in nanoseconds, relative to the profile start.
+    #[prost(int64, tag = "3")]
+    pub timestamp_ns: i64,
+    /// Length of the line in picoseconds.
+    #[prost(int64, tag = "9")]
+    pub duration_ps: i64,
+    /// Events, sorted by offset ascending then duration descending.
+    #[prost(message, repeated, tag = "4")]
+    pub events: Vec<XEvent>,
+}
+
+/// One timed event on a line.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XEvent {
+    /// Key into the plane's event metadata.
+    #[prost(int64, tag = "1")]
+    pub metadata_id: i64,
+    /// Offset from the line's `timestamp_ns`, or an occurrence count for aggregates.
+    #[prost(oneof = "XEventData", tags = "2, 5")]
+    pub data: Option<XEventData>,
+    /// Duration in picoseconds; zero makes an instant event.
+    #[prost(int64, tag = "3")]
+    pub duration_ps: i64,
+    /// The event's own stats (its fields).
+    #[prost(message, repeated, tag = "4")]
+    pub stats: Vec<XStat>,
+}
+
+/// Where an [`XEvent`] sits: at an offset on its line, or aggregated.
+#[derive(Clone, Copy, PartialEq, prost::Oneof)]
+pub enum XEventData {
+    /// Picoseconds from the line's `timestamp_ns`.
+    #[prost(int64, tag = "2")]
+    OffsetPs(i64),
+    /// Number of occurrences of an aggregated event.
+    #[prost(int64, tag = "5")]
+    NumOccurrences(i64),
+}
+
+/// A named value attached to an event, an event metadata or a plane.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XStat {
+    /// Key into the plane's stat metadata.
+    #[prost(int64, tag = "1")]
+    pub metadata_id: i64,
+    /// The value.
+    #[prost(oneof = "XStatValue", tags = "2, 3, 4, 5, 6, 7")]
+    pub value: Option<XStatValue>,
+}
+
+/// The value of an [`XStat`].
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum XStatValue {
+    /// A floating point value.
+    #[prost(double, tag = "2")]
+    Double(f64),
+    /// An unsigned integer.
+    #[prost(uint64, tag = "3")]
+    Uint64(u64),
+    /// A signed integer.
+    #[prost(int64, tag = "4")]
+    Int64(i64),
+    /// A string.
+    #[prost(string, tag = "5")]
+    Str(String),
+    /// Raw bytes.
+    #[prost(bytes = "vec", tag = "6")]
+    Bytes(Vec<u8>),
+    /// A string interned as the name of the stat metadata with this id.
+    #[prost(uint64, tag = "7")]
+    Ref(u64),
+}
+
+/// The interned description of an event name.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XEventMetadata {
+    /// Id, equal to its key in the plane's map.
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    /// Event name.
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// Serialized extra metadata.
+    #[prost(bytes = "vec", tag = "3")]
+    pub metadata: Vec<u8>,
+    /// Name shown instead of `name` when set.
+    #[prost(string, tag = "4")]
+    pub display_name: String,
+    /// Stats shared by every event of this metadata.
+    #[prost(message, repeated, tag = "5")]
+    pub stats: Vec<XStat>,
+    /// Ids of child metadata.
+    #[prost(int64, repeated, tag = "6")]
+    pub child_id: Vec<i64>,
+}
+
+/// The interned description of a stat name.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XStatMetadata {
+    /// Id, equal to its key in the plane's map.
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    /// Stat name.
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// Human description.
+    #[prost(string, tag = "3")]
+    pub description: String,
+}
+
+impl XSpace {
+    /// The plane with this name, if any.
+    pub fn plane(&self, name: &str) -> Option<&XPlane> {
+        self.planes.iter().find(|p| p.name == name)
+    }
+}
+
+impl XPlane {
+    /// The name of the event metadata with this id.
+    pub fn event_name(&self, metadata_id: i64) -> Option<&str> {
+        self.event_metadata
+            .get(&metadata_id)
+            .map(|m| m.name.as_str())
+    }
+
+    /// The name of the stat metadata with this id.
+    pub fn stat_name(&self, metadata_id: i64) -> Option<&str> {
+        self.stat_metadata
+            .get(&metadata_id)
+            .map(|m| m.name.as_str())
+    }
+
+    /// The id of the stat metadata with this name, if interned.
+    pub fn stat_id(&self, name: &str) -> Option<i64> {
+        self.stat_metadata
+            .values()
+            .find(|m| m.name == name)
+            .map(|m| m.id)
+    }
+
+    /// The value of the stat named `name` among `stats` (of an event or of this plane).
+    pub fn find_stat<'a>(&self, stats: &'a [XStat], name: &str) -> Option<&'a XStatValue> {
+        let id = self.stat_id(name)?;
+        stats
+            .iter()
+            .find(|s| s.metadata_id == id)
+            .and_then(|s| s.value.as_ref())
+    }
+}
+
+impl XEvent {
+    /// Offset from the line start in picoseconds (0 for aggregated events).
+    pub fn offset_ps(&self) -> i64 {
+        match self.data {
+            Some(XEventData::OffsetPs(ps)) => ps,
+            _ => 0,
+        }
+    }
+}
+
+/// Builds an [`XPlane`], interning event and stat names into its metadata maps.
+///
+/// Ids start at 1: XProf treats metadata id 0 as "no metadata" and shows the event
+/// without a name.
+#[derive(Debug)]
+pub struct PlaneBuilder {
+    plane: XPlane,
+    events: HashMap<String, i64>,
+    stats: HashMap<String, i64>,
+}
+
+impl PlaneBuilder {
+    /// A builder for an empty plane.
+    pub fn new(id: i64, name: impl Into<String>) -> Self {
+        PlaneBuilder {
+            plane: XPlane {
+                id,
+                name: name.into(),
+                ..XPlane::default()
+            },
+            events: HashMap::new(),
+            stats: HashMap::new(),
+        }
+    }
+
+    /// The metadata id for an event name, interning it on first use.
+    pub fn event_metadata_id(&mut self, name: &str) -> i64 {
+        if let Some(&id) = self.events.get(name) {
+            return id;
+        }
+        let id = self.events.len() as i64 + 1;
+        self.events.insert(name.to_owned(), id);
+        self.plane.event_metadata.insert(
+            id,
+            XEventMetadata {
+                id,
+                name: name.to_owned(),
+                ..XEventMetadata::default()
+            },
+        );
+        id
+    }
+
+    /// The metadata id for a stat name, interning it on first use.
+    pub fn stat_metadata_id(&mut self, name: &str) -> i64 {
+        if let Some(&id) = self.stats.get(name) {
+            return id;
+        }
+        let id = self.stats.len() as i64 + 1;
+        self.stats.insert(name.to_owned(), id);
+        self.plane.stat_metadata.insert(
+            id,
+            XStatMetadata {
+                id,
+                name: name.to_owned(),
+                description: String::new(),
+            },
+        );
+        id
+    }
+
+    /// A stat named `name` with `value`, its name interned in this plane.
+    pub fn stat(&mut self, name: &str, value: XStatValue) -> XStat {
+        XStat {
+            metadata_id: self.stat_metadata_id(name),
+            value: Some(value),
+        }
+    }
+
+    /// Adds a stat describing the whole plane.
+    pub fn add_plane_stat(&mut self, name: &str, value: XStatValue) {
+        let stat = self.stat(name, value);
+        self.plane.stats.push(stat);
+    }
+
+    /// Adds a finished line.
+    pub fn add_line(&mut self, line: XLine) {
+        self.plane.lines.push(line);
+    }
+
+    /// The finished plane.
+    pub fn build(self) -> XPlane {
+        self.plane
+    }
+}
+
+/// Sorts events the way XProf requires: offset ascending, then duration descending,
+/// so that a parent precedes the children it encloses. Unsorted lines make XProf find
+/// no steps, silently.
+pub fn sort_events(events: &mut [XEvent]) {
+    events.sort_by(|a, b| {
+        a.offset_ps()
+            .cmp(&b.offset_ps())
+            .then(b.duration_ps.cmp(&a.duration_ps))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn metadata_ids_start_at_one_and_are_interned() {
+        let mut b = PlaneBuilder::new(0, "/host:CPU");
+        assert_eq!(b.event_metadata_id("a"), 1);
+        assert_eq!(b.event_metadata_id("b"), 2);
+        assert_eq!(b.event_metadata_id("a"), 1);
+        assert_eq!(b.stat_metadata_id("step_num"), 1);
+        let plane = b.build();
+        assert_eq!(plane.event_metadata[&2].name, "b");
+        assert_eq!(plane.event_metadata[&2].id, 2);
+    }
+
+    #[test]
+    fn field_numbers_match_the_public_schema() {
+        // XEvent{metadata_id=1: 3, offset_ps=2: 5, duration_ps=3: 7}
+        let e = XEvent {
+            metadata_id: 3,
+            data: Some(XEventData::OffsetPs(5)),
+            duration_ps: 7,
+            stats: vec![XStat {
+                metadata_id: 1,
+                value: Some(XStatValue::Int64(9)),
+            }],
+        };
+        assert_eq!(
+            e.encode_to_vec(),
+            [0x08, 3, 0x10, 5, 0x18, 7, 0x22, 4, 0x08, 1, 0x20, 9]
+        );
+        let line = XLine {
+            id: 1,
+            display_id: 2,
+            duration_ps: 3,
+            display_name: "d".into(),
+            ..XLine::default()
+        };
+        assert_eq!(
+            line.encode_to_vec(),
+            [0x08, 1, 0x48, 3, 0x50, 2, 0x5a, 1, b'd']
+        );
+    }
+
+    #[test]
+    fn sort_puts_parents_before_children() {
+        let ev = |off, dur| XEvent {
+            metadata_id: 1,
+            data: Some(XEventData::OffsetPs(off)),
+            duration_ps: dur,
+            stats: vec![],
+        };
+        let mut events = vec![ev(5, 1), ev(0, 2), ev(0, 10)];
+        sort_events(&mut events);
+        let got: Vec<_> = events
+            .iter()
+            .map(|e| (e.offset_ps(), e.duration_ps))
+            .collect();
+        assert_eq!(got, [(0, 10), (0, 2), (5, 1)]);
+    }
+}

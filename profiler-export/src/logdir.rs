@@ -1,0 +1,189 @@
+//! TensorBoard/XProf logdirs: `<logdir>/plugins/profile/<run>/<host>.xplane.pb`.
+//!
+//! Runs are named `%Y_%m_%d_%H_%M_%S` in local time, as TSL names them, so prof's runs
+//! sort among TensorFlow's and JAX's in TensorBoard's run list. Each session gets a
+//! fresh run directory: XProf caches converted tools per run, so reusing one would show
+//! stale data. Two sessions within one second get `<time>_1`, `<time>_2`, ….
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use profiler_core::{Error, ErrorKind, Profile, Result};
+
+use crate::xplane;
+
+/// The directory under a logdir where TensorBoard's profile plugin looks for runs.
+pub const PROFILE_PLUGIN_DIR: &str = "plugins/profile";
+
+/// A run directory created for one session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates a fresh run directory under `logdir`, named after the current local time.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] naming the directory that could not be created.
+    pub fn create(logdir: &Path) -> Result<RunDir> {
+        let base = logdir.join(PROFILE_PLUGIN_DIR);
+        fs::create_dir_all(&base)
+            .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
+        let stamp = chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string();
+        for n in 0..1000u32 {
+            let name = if n == 0 {
+                stamp.clone()
+            } else {
+                format!("{stamp}_{n}")
+            };
+            let path = base.join(name);
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(RunDir { path }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io("cannot create the run directory", &path, e)),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Io,
+            format!("more than 1000 runs named {stamp} in {}", base.display()),
+        ))
+    }
+
+    /// The run directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where the `.xplane.pb` of `host` goes in this run.
+    pub fn host_file(&self, host: &str) -> PathBuf {
+        self.path
+            .join(format!("{}.xplane.pb", host_file_stem(host)))
+    }
+}
+
+/// The file stem XProf shows as the host: `:` becomes `_` as in TSL; path separators
+/// and `..` are replaced too so a host name can never leave the run directory.
+pub fn host_file_stem(host: &str) -> String {
+    let stem: String = host
+        .chars()
+        .map(|c| {
+            if matches!(c, ':' | '/' | '\\' | '\0') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    match stem.as_str() {
+        "" | "." | ".." => "localhost".to_owned(),
+        _ => stem,
+    }
+}
+
+/// Checks that `logdir` exists or can be created, so a session fails at start rather
+/// than after a long run.
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] naming the logdir and why it cannot be used.
+pub fn prepare(logdir: &Path) -> Result<()> {
+    fs::create_dir_all(logdir).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("logdir {} cannot be created: {e}", logdir.display()),
+        )
+    })
+}
+
+/// Writes `profile` as a new run of `logdir` and returns it with the file recorded.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the path that failed; the error carries the profile
+/// ([`Error::into_profile`]), so nothing recorded is lost.
+pub fn write_logdir(logdir: &Path, mut profile: Profile) -> Result<Profile> {
+    let written = RunDir::create(logdir).and_then(|run| {
+        let file = run.host_file(profile.host_name());
+        xplane::write(&file, profile.xspace()).map(|()| file)
+    });
+    match written {
+        Ok(file) => {
+            profile.add_file(file);
+            Ok(profile)
+        }
+        Err(e) => Err(e.with_profile(profile)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use profiler_core::xspace::XSpace;
+
+    fn profile() -> Profile {
+        Profile::new(XSpace {
+            hostnames: vec!["worker:0".into()],
+            ..XSpace::default()
+        })
+    }
+
+    #[test]
+    fn layout_matches_tensorboard() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = write_logdir(dir.path(), profile()).expect("write");
+        let file = &written.files()[0];
+        let rel = file.strip_prefix(dir.path()).expect("inside logdir");
+        let parts: Vec<_> = rel
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(parts[..2], ["plugins", "profile"]);
+        assert_eq!(parts[3], "worker_0.xplane.pb");
+        let run = &parts[2];
+        assert_eq!(run.len(), "2026_11_20_19_49_00".len(), "{run}");
+        assert!(
+            chrono::NaiveDateTime::parse_from_str(run, "%Y_%m_%d_%H_%M_%S").is_ok(),
+            "{run}"
+        );
+        assert_eq!(
+            xplane::read(file).expect("read back").hostnames,
+            ["worker:0"]
+        );
+    }
+
+    #[test]
+    fn sessions_in_one_second_get_distinct_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let runs: Vec<_> = (0..3)
+            .map(|_| RunDir::create(dir.path()).expect("run").path().to_owned())
+            .collect();
+        assert_ne!(runs[0], runs[1]);
+        assert_ne!(runs[1], runs[2]);
+        assert_ne!(runs[0], runs[2]);
+    }
+
+    #[test]
+    fn unwritable_logdir_keeps_the_profile() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("not-a-dir");
+        fs::write(&file, b"").expect("write");
+        let err = write_logdir(&file, profile()).expect_err("logdir is a file");
+        assert_eq!(err.kind(), ErrorKind::Io);
+        assert!(err.to_string().contains("not-a-dir"), "{err}");
+        assert_eq!(
+            err.into_profile().expect("profile kept").host_name(),
+            "worker:0"
+        );
+        assert_eq!(
+            prepare(&file.join("x")).expect_err("bad").kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn host_names_cannot_escape_the_run() {
+        assert_eq!(host_file_stem("../../etc/passwd"), ".._.._etc_passwd");
+        assert_eq!(host_file_stem(".."), "localhost");
+        assert_eq!(host_file_stem("h:1"), "h_1");
+    }
+}

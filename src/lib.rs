@@ -1,0 +1,140 @@
+//! **prof**: a profiler for Rust machine-learning stacks, whose profiles open in
+//! TensorBoard/XProf like TensorFlow's and JAX's.
+//!
+//! Annotate the work with [`trace!`], run a session with [`start`] / [`stop`] (or the
+//! scoped [`Session`], or the closure form [`profile`]), and open the logdir:
+//!
+//! ```
+//! # fn main() -> Result<(), prof::Error> {
+//! # let dir = std::env::temp_dir().join(format!("prof-doc-{}", std::process::id()));
+//! # let logdir = dir.as_path();
+//! prof::start(logdir, prof::ProfileOptions::default())?;
+//! for step in 0..3 {
+//!     let _step = prof::trace!("Train", step_num = step);
+//!     {
+//!         let _fwd = prof::trace!("forward", batch = 32);
+//!     }
+//!     let opt = prof::trace!("optimizer");
+//!     opt.set_metadata("lr", 1e-3);
+//! }
+//! let profile = prof::stop()?;
+//! assert_eq!(profile.steps(), [0, 1, 2]);
+//! println!("wrote {}", profile.files()[0].display()); // view with: xprof --logdir <logdir>
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(()) }
+//! ```
+//!
+//! The layout is `<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`, read
+//! by `xprof --logdir` and `tensorboard --logdir` (with the profile plugin).
+//!
+//! One session runs at a time in a process: a second [`start`] fails with
+//! [`ErrorKind::AlreadyExists`], [`stop`] without a session with
+//! [`ErrorKind::FailedPrecondition`], and invalid [`ProfileOptions`] with
+//! [`ErrorKind::InvalidArgument`] naming what was wrong. While no session runs every
+//! annotation costs one relaxed atomic load.
+//!
+//! This crate is a facade: [`profiler_core`] records, [`export`] writes.
+
+use std::path::{Path, PathBuf};
+
+pub use profiler_core::{options, schema, xspace};
+pub use profiler_core::{
+    set_metadata, trace, AsValue, ConfigValue, Error, ErrorKind, Profile, ProfileOptions, Result,
+    Trace, Value,
+};
+pub use profiler_export as export;
+
+/// Starts profiling into `logdir`, as `tf.profiler.experimental.start(logdir)` and
+/// `jax.profiler.start_trace(log_dir)` do. The profile is written when [`stop`] is
+/// called, or on its own after `options.duration_ms` if that is set.
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] for invalid options or a logdir that cannot be
+/// created; [`ErrorKind::AlreadyExists`] when a session is running.
+pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
+    let logdir = logdir.as_ref().to_path_buf();
+    options.validate()?;
+    export::logdir::prepare(&logdir)?;
+    profiler_core::session::start(options, Some(writer(logdir)))
+}
+
+/// Stops the session, writes its logdir run and returns the profile.
+///
+/// If the session already stopped after its `duration_ms`, this returns that profile.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session was started; [`ErrorKind::Io`]
+/// when the logdir cannot be written, with the recorded profile inside the error
+/// ([`Error::into_profile`]).
+pub fn stop() -> Result<Profile> {
+    profiler_core::session::stop()
+}
+
+fn writer(logdir: PathBuf) -> profiler_core::session::Finisher {
+    Box::new(move |profile| export::write_logdir(&logdir, profile))
+}
+
+/// A session that stops and writes its logdir when dropped.
+///
+/// ```
+/// # let logdir = std::env::temp_dir().join(format!("prof-doc-session-{}", std::process::id()));
+/// {
+///     let _session = prof::Session::start(&logdir, prof::ProfileOptions::default())?;
+///     let _t = prof::trace!("work");
+/// } // written here
+/// # std::fs::remove_dir_all(&logdir).ok();
+/// # Ok::<(), prof::Error>(())
+/// ```
+#[must_use = "the session stops when this guard drops"]
+#[derive(Debug)]
+pub struct Session {
+    active: bool,
+}
+
+impl Session {
+    /// Starts a session writing to `logdir`; see [`start`].
+    ///
+    /// # Errors
+    /// As [`start`].
+    pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<Session> {
+        start(logdir, options)?;
+        Ok(Session { active: true })
+    }
+
+    /// Stops now and returns the profile (dropping the session would discard it after
+    /// writing).
+    ///
+    /// # Errors
+    /// As [`stop`].
+    pub fn stop(mut self) -> Result<Profile> {
+        self.active = false;
+        stop()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.active {
+            match stop() {
+                Ok(_) => {}
+                // Drop cannot return the error; losing it silently would lose the run.
+                Err(e) => eprintln!("prof: the profiling session could not be saved: {e}"),
+            }
+        }
+    }
+}
+
+/// Profiles `work`, as `with jax.profiler.trace(log_dir):` does, and returns its
+/// result with the written profile.
+///
+/// # Errors
+/// As [`start`] (then `work` does not run) and [`stop`].
+pub fn profile<R>(
+    logdir: impl AsRef<Path>,
+    options: ProfileOptions,
+    work: impl FnOnce() -> R,
+) -> Result<(R, Profile)> {
+    let session = Session::start(logdir, options)?;
+    let result = work();
+    Ok((result, session.stop()?))
+}
