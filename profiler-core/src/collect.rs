@@ -60,10 +60,14 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> (XSpace
         ..XSpace::default()
     };
     if stats.dropped_events > 0 || stats.dropped_fields > 0 {
+        let what = match (stats.dropped_events, stats.dropped_fields) {
+            (e, 0) => format!("{e} events were"),
+            (0, f) => format!("{f} fields were"),
+            (e, f) => format!("{e} events and {f} fields were"),
+        };
         space.warnings.push(format!(
-            "prof: {} events and {} fields were dropped because the session reached its cap \
-             (ProfileOptions::max_events); raise max_events to keep them",
-            stats.dropped_events, stats.dropped_fields
+            "prof: {what} dropped because the session reached its cap \
+             (ProfileOptions::max_events); raise max_events to keep them"
         ));
     }
     (space, stats)

@@ -193,3 +193,31 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_annotation_without_fields_is_one_32_byte_record() {
+        start(ProfileOptions::default(), None).expect("start");
+        for _ in 0..1000 {
+            let _t = crate::trace!("plain");
+        }
+        let generation = GENERATION.load(Ordering::Relaxed);
+        let me = std::thread::current().name().map(str::to_owned);
+        let mine = buffer::buffers()
+            .into_iter()
+            .find(|b| Some(&b.name) == me.as_ref())
+            .expect("this thread's buffer");
+        let published = mine.published();
+        let profile = stop().expect("stop");
+        assert_eq!(profile.event_count(), 1000);
+        assert!(mine.read(generation, |_| {}).is_some());
+        assert_eq!(published, 1000, "one slot per event");
+        assert_eq!(
+            std::mem::size_of::<buffer::Slot>() as u64 * published,
+            32_000
+        );
+    }
+}

@@ -1,0 +1,471 @@
+//! Sessions and annotations end to end: what is recorded lands in the XSpace, whole.
+//!
+//! Sessions are process-wide, so every test here holds `SERIAL`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use profiler_core::xspace::{XEvent, XLine, XPlane, XStatValue};
+use profiler_core::{schema, session, set_metadata, trace, ErrorKind, Profile, ProfileOptions};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A test that failed mid-session must not fail the next one.
+    let _ = session::stop();
+    guard
+}
+
+fn host(profile: &Profile) -> &XPlane {
+    profile
+        .xspace()
+        .plane(schema::HOST_PLANE)
+        .expect("host plane")
+}
+
+fn line<'a>(plane: &'a XPlane, name: &str) -> &'a XLine {
+    plane
+        .lines
+        .iter()
+        .find(|l| l.name == name)
+        .unwrap_or_else(|| panic!("no line {name}"))
+}
+
+fn name<'a>(plane: &'a XPlane, e: &XEvent) -> &'a str {
+    plane.event_name(e.metadata_id).expect("metadata")
+}
+
+fn stat(plane: &XPlane, e: &XEvent, key: &str) -> Option<XStatValue> {
+    plane.find_stat(&e.stats, key).cloned()
+}
+
+fn span(line: &XLine, e: &XEvent) -> (i64, i64) {
+    let start = line.timestamp_ns * 1000 + e.offset_ps();
+    (start, start + e.duration_ps)
+}
+
+#[test]
+fn threads_record_thousands_of_nested_annotations_without_loss() {
+    let _s = serial();
+    const THREADS: usize = 4;
+    const OUTER: i64 = 2_000;
+    session::start(ProfileOptions::default(), None).expect("start");
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            std::thread::Builder::new()
+                .name(format!("worker-{t}"))
+                .spawn_scoped(scope, move || {
+                    for i in 0..OUTER {
+                        let _outer = trace!("outer", i = i, thread = t, label = "a string field");
+                        let _mid = trace!("mid", ratio = i as f64 / 2.0);
+                        let inner = trace!("inner");
+                        inner.set_metadata("odd", i % 2 == 1);
+                    }
+                })
+                .expect("spawn");
+        }
+    });
+    let profile = session::stop().expect("stop");
+    assert!(profile.warnings().is_empty(), "{:?}", profile.warnings());
+    let plane = host(&profile);
+    let mut ids = std::collections::HashSet::new();
+    for t in 0..THREADS {
+        let line = line(plane, &format!("worker-{t}"));
+        assert!(
+            ids.insert(line.id as u32),
+            "line ids collide in their low 32 bits"
+        );
+        assert_eq!(line.events.len(), 3 * OUTER as usize);
+        // Sorted: parents first, and each triple nests.
+        let mut seen = Vec::new();
+        for triple in line.events.chunks(3) {
+            let names: Vec<_> = triple.iter().map(|e| name(plane, e)).collect();
+            assert_eq!(names, ["outer", "mid", "inner"]);
+            let (o, m, n) = (
+                span(line, &triple[0]),
+                span(line, &triple[1]),
+                span(line, &triple[2]),
+            );
+            assert!(o.0 <= m.0 && m.1 <= o.1, "mid inside outer: {o:?} {m:?}");
+            assert!(m.0 <= n.0 && n.1 <= m.1, "inner inside mid: {m:?} {n:?}");
+            let Some(XStatValue::Int64(i)) = stat(plane, &triple[0], "i") else {
+                panic!("outer lacks i")
+            };
+            assert_eq!(
+                stat(plane, &triple[0], "thread"),
+                Some(XStatValue::Int64(t as i64))
+            );
+            assert_eq!(
+                stat(plane, &triple[0], "label"),
+                Some(XStatValue::Str("a string field".into()))
+            );
+            assert_eq!(
+                stat(plane, &triple[1], "ratio"),
+                Some(XStatValue::Double(i as f64 / 2.0))
+            );
+            assert_eq!(
+                stat(plane, &triple[2], "odd"),
+                Some(XStatValue::Int64(i % 2))
+            );
+            seen.push(i);
+        }
+        assert_eq!(
+            seen,
+            (0..OUTER).collect::<Vec<_>>(),
+            "every iteration, in order"
+        );
+        for pair in line.events.windows(2) {
+            assert!(
+                (pair[0].offset_ps(), -pair[0].duration_ps)
+                    <= (pair[1].offset_ps(), -pair[1].duration_ps),
+                "events sorted by start, then longest first"
+            );
+        }
+    }
+}
+
+fn this_thread() -> String {
+    std::thread::current()
+        .name()
+        .expect("test threads are named")
+        .to_owned()
+}
+
+#[test]
+fn steps_carry_int64_step_num_and_the_root_marker() {
+    let _s = serial();
+    session::start(ProfileOptions::default(), None).expect("start");
+    for step in 0u64..3 {
+        let _t = trace!("Train", step_num = step);
+        let _c = trace!("work");
+    }
+    let profile = session::stop().expect("stop");
+    assert_eq!(profile.steps(), [0, 1, 2]);
+    let plane = host(&profile);
+    let line = line(plane, &this_thread());
+    let roots: Vec<_> = line
+        .events
+        .iter()
+        .filter(|e| name(plane, e) == "Train")
+        .collect();
+    assert_eq!(roots.len(), 3);
+    for (n, e) in roots.iter().enumerate() {
+        assert_eq!(
+            stat(plane, e, "step_num"),
+            Some(XStatValue::Int64(n as i64))
+        );
+        assert_eq!(stat(plane, e, "_r"), Some(XStatValue::Int64(1)));
+    }
+    let work = line
+        .events
+        .iter()
+        .find(|e| name(plane, e) == "work")
+        .expect("work");
+    assert_eq!(stat(plane, work, "_r"), None, "only steps are roots");
+}
+
+#[test]
+fn deferred_fields_land_on_their_event_after_children() {
+    let _s = serial();
+    session::start(ProfileOptions::default(), None).expect("start");
+    {
+        let outer = trace!("lookup");
+        {
+            let _child = trace!("child", k = 1);
+        }
+        outer.set_metadata("in_cache", true);
+        set_metadata!(outer, bytes = 4096u32, source = String::from("disk"));
+        outer.set_metadata("bytes", 8192u32); // a later value replaces the earlier one
+    }
+    let profile = session::stop().expect("stop");
+    let plane = host(&profile);
+    let line = line(plane, &this_thread());
+    let outer = &line.events[0];
+    assert_eq!(name(plane, outer), "lookup");
+    assert_eq!(stat(plane, outer, "in_cache"), Some(XStatValue::Int64(1)));
+    assert_eq!(stat(plane, outer, "bytes"), Some(XStatValue::Int64(8192)));
+    assert_eq!(
+        stat(plane, outer, "source"),
+        Some(XStatValue::Str("disk".into()))
+    );
+    assert_eq!(outer.stats.len(), 3);
+    let child = &line.events[1];
+    assert_eq!(stat(plane, child, "k"), Some(XStatValue::Int64(1)));
+    assert_eq!(stat(plane, child, "in_cache"), None);
+}
+
+static EVALUATED: AtomicUsize = AtomicUsize::new(0);
+
+fn costly() -> u64 {
+    EVALUATED.fetch_add(1, Ordering::Relaxed);
+    7
+}
+
+#[test]
+fn nothing_is_evaluated_or_recorded_without_a_session() {
+    let _s = serial();
+    EVALUATED.store(0, Ordering::Relaxed);
+    {
+        let t = trace!("off", value = costly());
+        assert!(!t.is_recording());
+        set_metadata!(t, more = costly());
+    }
+    assert_eq!(
+        EVALUATED.load(Ordering::Relaxed),
+        0,
+        "fields evaluated while off"
+    );
+    session::start(ProfileOptions::default(), None).expect("start");
+    {
+        let t = trace!("on", value = costly());
+        set_metadata!(t, more = costly());
+    }
+    let profile = session::stop().expect("stop");
+    assert_eq!(EVALUATED.load(Ordering::Relaxed), 2);
+    let names: Vec<_> = {
+        let plane = host(&profile);
+        plane
+            .lines
+            .iter()
+            .flat_map(|l| &l.events)
+            .map(|e| name(plane, e).to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names,
+        ["on"],
+        "the annotation made before start is not recorded"
+    );
+}
+
+#[test]
+fn host_tracer_level_zero_records_nothing() {
+    let _s = serial();
+    session::start(ProfileOptions::default().host_tracer_level(0), None).expect("start");
+    {
+        let t = trace!("ignored");
+        assert!(!t.is_recording());
+    }
+    let profile = session::stop().expect("stop");
+    assert_eq!(profile.event_count(), 0);
+}
+
+#[test]
+fn session_errors_are_precise() {
+    let _s = serial();
+    let err = session::stop().expect_err("stop without start");
+    assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
+    assert!(
+        err.to_string().contains("no profiling session is running"),
+        "{err}"
+    );
+
+    let err = session::start(ProfileOptions::default().advanced("bogus_key", 1), None)
+        .expect_err("unknown key");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.to_string().contains("bogus_key"), "{err}");
+    assert!(
+        !session::is_running(),
+        "a rejected start leaves no session behind"
+    );
+
+    session::start(ProfileOptions::default(), None).expect("start");
+    let err = session::start(ProfileOptions::default(), None).expect_err("second start");
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    {
+        let _t = trace!("still recorded");
+    }
+    let profile = session::stop().expect("the first session is intact");
+    assert_eq!(profile.event_count(), 1);
+    assert_eq!(
+        session::stop().expect_err("stopped twice").kind(),
+        ErrorKind::FailedPrecondition
+    );
+}
+
+#[test]
+fn cap_drops_are_counted_and_reported() {
+    let _s = serial();
+    session::start(ProfileOptions::default().max_events(101), None).expect("start");
+    for i in 0..150 {
+        let _t = trace!("capped", i = i);
+    }
+    let profile = session::stop().expect("stop");
+    // Each event with one field takes two records: 50 events fit whole, the 51st
+    // without its field (a field that does not fit is dropped on its own).
+    assert_eq!(profile.event_count(), 51);
+    let warning = profile.warnings().join("\n");
+    assert!(
+        warning.contains("99 events and 1 fields were dropped"),
+        "{warning}"
+    );
+    assert!(warning.contains("max_events"), "{warning}");
+    assert_eq!(
+        profile.xspace().warnings,
+        profile.warnings(),
+        "the warning is in the XSpace"
+    );
+}
+
+#[test]
+fn threads_that_exited_before_stop_are_kept() {
+    let _s = serial();
+    session::start(ProfileOptions::default(), None).expect("start");
+    std::thread::Builder::new()
+        .name("short-lived".into())
+        .spawn(|| {
+            let _t = trace!("brief");
+        })
+        .expect("spawn")
+        .join()
+        .expect("join");
+    let profile = session::stop().expect("stop");
+    let plane = host(&profile);
+    assert_eq!(name(plane, &line(plane, "short-lived").events[0]), "brief");
+}
+
+#[test]
+fn open_annotations_end_at_stop_and_later_sessions_start_clean() {
+    let _s = serial();
+    session::start(ProfileOptions::default(), None).expect("start");
+    let open = trace!("spans the stop");
+    std::thread::sleep(Duration::from_millis(2));
+    let first = session::stop().expect("stop");
+    session::start(ProfileOptions::default(), None).expect("restart");
+    drop(open); // closing an event of the old session must not touch the new one
+    {
+        let _t = trace!("second session");
+    }
+    let second = session::stop().expect("stop");
+
+    let plane = host(&first);
+    let line = line(plane, &this_thread());
+    let e = &line.events[0];
+    assert_eq!(name(plane, e), "spans the stop");
+    let (start_ns, stop_ns) = first.wall_time_ns().expect("task environment");
+    let session_ps = (stop_ns - start_ns) as i64 * 1000;
+    assert!(
+        e.duration_ps >= 2_000_000_000,
+        "lasted until stop: {} ps",
+        e.duration_ps
+    );
+    assert!(
+        span(line, e).1 <= session_ps + 1_000_000,
+        "clipped to the session"
+    );
+
+    let plane = host(&second);
+    let names: Vec<_> = plane
+        .lines
+        .iter()
+        .flat_map(|l| &l.events)
+        .map(|e| name(plane, e))
+        .collect();
+    assert_eq!(names, ["second session"]);
+}
+
+#[test]
+fn timestamps_are_relative_and_wall_clock_is_kept() {
+    let _s = serial();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as u64;
+    session::start(ProfileOptions::default(), None).expect("start");
+    std::thread::sleep(Duration::from_millis(5));
+    {
+        let _t = trace!("late");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let profile = session::stop().expect("stop");
+    let (start, stop) = profile.wall_time_ns().expect("task environment");
+    assert!(before <= start && start < stop, "{before} {start} {stop}");
+    let line = line(host(&profile), &this_thread());
+    // Relative to the session start, not the epoch (which overflows XProf's ps math).
+    assert!(
+        (4_000_000..1_000_000_000).contains(&line.timestamp_ns),
+        "line starts {} ns after the session start",
+        line.timestamp_ns
+    );
+    assert!(line.events[0].duration_ps >= 1_000_000_000);
+    assert_eq!(profile.xspace().hostnames, [profiler_core::host_name()]);
+}
+
+#[test]
+fn delay_and_duration_bound_the_recording() {
+    let _s = serial();
+    let opts = ProfileOptions::default().delay_ms(100).duration_ms(150);
+    session::start(opts, None).expect("start");
+    {
+        let _t = trace!("during the delay");
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    {
+        let _t = trace!("recorded");
+    }
+    // Bounded wait for the timer to stop the session on its own.
+    for _ in 0..100 {
+        if !session::is_running() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !session::is_running(),
+        "duration_ms did not stop the session"
+    );
+    {
+        let t = trace!("after the duration");
+        assert!(!t.is_recording());
+    }
+    let profile = session::stop().expect("stop hands over the finished profile");
+    let plane = host(&profile);
+    let names: Vec<_> = plane
+        .lines
+        .iter()
+        .flat_map(|l| &l.events)
+        .map(|e| name(plane, e))
+        .collect();
+    assert_eq!(names, ["recorded"]);
+    let (start, stop) = profile.wall_time_ns().expect("task environment");
+    let ms = (stop - start) / 1_000_000;
+    assert!((140..1_000).contains(&ms), "recorded for {ms} ms");
+    assert_eq!(
+        session::stop().expect_err("handed over once").kind(),
+        ErrorKind::FailedPrecondition
+    );
+}
+
+#[test]
+fn unicode_and_long_string_fields_survive() {
+    let _s = serial();
+    let long: String = "αβγ".repeat(2000); // 12000 bytes: cut at 4096 on a char boundary
+    session::start(ProfileOptions::default(), None).expect("start");
+    {
+        let _t = trace!("strings", short = "ünïcode", long = long.as_str());
+    }
+    let profile = session::stop().expect("stop");
+    let plane = host(&profile);
+    let e = &line(plane, &this_thread()).events[0];
+    assert_eq!(
+        stat(plane, e, "short"),
+        Some(XStatValue::Str("ünïcode".into()))
+    );
+    let Some(XStatValue::Str(cut)) = stat(plane, e, "long") else {
+        panic!("long string missing")
+    };
+    assert_eq!(cut.len(), 4096);
+    assert!(long.starts_with(&cut));
+    let counts: HashMap<_, _> = plane
+        .stat_metadata
+        .values()
+        .map(|m| (m.name.as_str(), m.id))
+        .collect();
+    assert!(
+        counts.values().all(|id| *id >= 1),
+        "stat metadata ids start at 1"
+    );
+}

@@ -1,0 +1,160 @@
+//! The `prof` facade: sessions that write TensorBoard logdirs, and their errors.
+//!
+//! Sessions are process-wide, so every test here holds `SERIAL`.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use prof::{ErrorKind, ProfileOptions};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = prof::stop();
+    guard
+}
+
+fn runs(logdir: &Path) -> Vec<std::path::PathBuf> {
+    let mut runs: Vec<_> = std::fs::read_dir(logdir.join("plugins/profile"))
+        .map(|d| d.map(|e| e.expect("entry").path()).collect())
+        .unwrap_or_default();
+    runs.sort();
+    runs
+}
+
+#[test]
+fn start_stop_writes_one_readable_run() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    prof::start(dir.path(), ProfileOptions::default()).expect("start");
+    for step in 0..4 {
+        let _t = prof::trace!("Train", step_num = step);
+        let _c = prof::trace!("forward");
+    }
+    let profile = prof::stop().expect("stop");
+    let runs = runs(dir.path());
+    assert_eq!(runs.len(), 1);
+    let file = &profile.files()[0];
+    assert_eq!(file.parent(), Some(runs[0].as_path()));
+    let expected = format!(
+        "{}.xplane.pb",
+        prof::export::logdir::host_file_stem(profile.host_name())
+    );
+    assert_eq!(
+        file.file_name().and_then(|n| n.to_str()),
+        Some(expected.as_str())
+    );
+    let space = prof::export::xplane::read(file).expect("decode");
+    assert_eq!(
+        &space,
+        profile.xspace(),
+        "the file holds exactly the returned profile"
+    );
+    assert_eq!(profile.steps(), [0, 1, 2, 3]);
+}
+
+#[test]
+fn scoped_and_closure_sessions_write_on_exit() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let _session = prof::Session::start(dir.path(), ProfileOptions::default()).expect("start");
+        let _t = prof::trace!("scoped");
+    }
+    assert_eq!(
+        runs(dir.path()).len(),
+        1,
+        "dropping the session wrote a run"
+    );
+    assert_eq!(
+        prof::stop().expect_err("already stopped").kind(),
+        ErrorKind::FailedPrecondition
+    );
+
+    let (answer, profile) = prof::profile(dir.path(), ProfileOptions::default(), || {
+        let _t = prof::trace!("inside");
+        42
+    })
+    .expect("profile");
+    assert_eq!(answer, 42);
+    assert_eq!(profile.event_count(), 1);
+    assert_eq!(runs(dir.path()).len(), 2, "a fresh run per session");
+}
+
+#[test]
+fn bad_logdir_is_rejected_at_start() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").expect("write");
+    let err =
+        prof::start(file.join("logs"), ProfileOptions::default()).expect_err("parent is a file");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.to_string().contains("logs"), "{err}");
+    assert_eq!(
+        prof::stop().expect_err("nothing started").kind(),
+        ErrorKind::FailedPrecondition
+    );
+}
+
+#[test]
+fn logdir_lost_during_the_session_keeps_the_profile() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logdir = dir.path().join("logs");
+    prof::start(&logdir, ProfileOptions::default()).expect("start");
+    {
+        let _t = prof::trace!("precious", step_num = 1);
+    }
+    // The logdir becomes unusable before stop: a file where the directory was.
+    std::fs::remove_dir_all(&logdir).expect("remove");
+    std::fs::write(&logdir, b"").expect("replace with a file");
+    let err = prof::stop().expect_err("cannot write");
+    assert_eq!(err.kind(), ErrorKind::Io);
+    assert!(err.to_string().contains("logs"), "names the path: {err}");
+    let profile = err.into_profile().expect("the recorded profile comes back");
+    assert_eq!(profile.steps(), [1]);
+    assert!(profile.files().is_empty());
+}
+
+#[test]
+fn second_start_fails_and_the_first_session_still_writes() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    prof::start(dir.path(), ProfileOptions::default()).expect("start");
+    let err = prof::start(dir.path(), ProfileOptions::default()).expect_err("second");
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    let err =
+        prof::start(dir.path(), ProfileOptions::default().host_tracer_level(9)).expect_err("bad");
+    assert_eq!(
+        err.kind(),
+        ErrorKind::InvalidArgument,
+        "options are checked first"
+    );
+    prof::stop().expect("stop");
+    assert_eq!(runs(dir.path()).len(), 1);
+}
+
+#[test]
+fn duration_ms_writes_the_run_without_stop() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    prof::start(dir.path(), ProfileOptions::default().duration_ms(50)).expect("start");
+    {
+        let _t = prof::trace!("auto");
+    }
+    for _ in 0..200 {
+        if !runs(dir.path()).is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        runs(dir.path()).len(),
+        1,
+        "written when the duration elapsed"
+    );
+    let profile = prof::stop().expect("stop returns the auto-stopped profile");
+    assert_eq!(profile.event_count(), 1);
+}
