@@ -54,6 +54,18 @@ fn annotations(c: &mut Criterion) {
         b.iter(|| black_box(FLAG.load(Ordering::Relaxed)))
     });
 
+    // The floor of any recording annotation: reading prof's clock twice (the clock
+    // source is chosen when the first session starts; choose it now).
+    let _ = profiler_core::clock::uses_tsc();
+    g.bench_function("two_clock_reads", |b| {
+        b.iter(|| {
+            (
+                black_box(profiler_core::clock::now()),
+                black_box(profiler_core::clock::now()),
+            )
+        })
+    });
+
     // Off: no session / no collector / scopes off.
     g.bench_function("prof_off", |b| {
         b.iter(|| {
@@ -165,7 +177,8 @@ fn main() {
             ("prof_off", Some("baseline_atomic_load")),
             ("fastrace_off", Some("prof_off")),
             ("puffin_off", Some("prof_off")),
-            ("prof_on", None),
+            ("two_clock_reads", None),
+            ("prof_on", Some("two_clock_reads")),
             ("prof_on_one_field", Some("prof_on")),
             ("fastrace_on", Some("prof_on")),
             ("puffin_on", Some("prof_on")),

@@ -282,11 +282,18 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<Arc<ThreadBuffer>>> {
 
 /// The writing half of a thread's buffer, in a thread-local.
 ///
+/// It has no destructor, so reaching it is a plain offset from the thread pointer: a
+/// thread-local with a destructor costs a state check on every access. What needs
+/// dropping (the `Arc` that keeps the buffer alive) lives in [`Registration`], whose
+/// destructor marks this writer exited before the buffer can go away.
+///
 /// Cells rather than `&mut`: the hot path may be re-entered from inside itself (an
 /// allocation of a new chunk can be observed by a tracking allocator that records),
 /// and every method leaves the cells consistent before anything that could re-enter.
 struct Writer {
-    buffer: OnceCell<Arc<ThreadBuffer>>,
+    /// Null until registered, and again once the thread's registration dropped.
+    buffer: Cell<*const ThreadBuffer>,
+    exited: Cell<bool>,
     generation: Cell<u64>,
     chunk: Cell<*const Chunk>,
     pos: Cell<usize>,
@@ -294,18 +301,27 @@ struct Writer {
     budget: Cell<u64>,
 }
 
-impl Drop for Writer {
+/// Owns the thread's buffer for as long as the thread runs.
+struct Registration(OnceCell<Arc<ThreadBuffer>>);
+
+impl Drop for Registration {
     fn drop(&mut self) {
-        if let Some(buffer) = self.buffer.get() {
+        if let Some(buffer) = self.0.get() {
             buffer.exited.store(true, Ordering::Release);
         }
+        WRITER.with(|w| {
+            w.exited.set(true);
+            w.buffer.set(std::ptr::null());
+            w.chunk.set(std::ptr::null());
+        });
     }
 }
 
 thread_local! {
     static WRITER: Writer = const {
         Writer {
-            buffer: OnceCell::new(),
+            buffer: Cell::new(std::ptr::null()),
+            exited: Cell::new(false),
             generation: Cell::new(0),
             chunk: Cell::new(std::ptr::null()),
             pos: Cell::new(0),
@@ -313,6 +329,7 @@ thread_local! {
             budget: Cell::new(0),
         }
     };
+    static REGISTRATION: Registration = const { Registration(OnceCell::new()) };
 }
 
 /// Where an open event lives, so its guard can close it and add fields.
@@ -324,31 +341,54 @@ pub(crate) struct EventRef {
 }
 
 impl Writer {
+    /// The thread's buffer, once registered and until the thread exits.
+    #[inline(always)]
+    fn buffer(&self) -> Option<&ThreadBuffer> {
+        // SAFETY: a non-null pointer was taken from the `Arc` in this thread's
+        // `Registration`, which holds it until its destructor nulls this pointer.
+        unsafe { self.buffer.get().as_ref() }
+    }
+
     #[cold]
-    fn register(&self) -> Arc<ThreadBuffer> {
-        let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
-        let name = std::thread::current()
-            .name()
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
-        let buffer = Arc::new(ThreadBuffer {
-            line_id,
-            name,
-            head: Chunk::new(),
-            generation: AtomicU64::new(0),
-            published: AtomicU64::new(0),
-            dropped_events: AtomicU64::new(0),
-            dropped_fields: AtomicU64::new(0),
-            exited: AtomicBool::new(false),
+    fn register(&self) -> bool {
+        let registered = REGISTRATION.try_with(|r| {
+            let buffer = r.0.get_or_init(|| {
+                let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
+                let name = std::thread::current()
+                    .name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
+                let buffer = Arc::new(ThreadBuffer {
+                    line_id,
+                    name,
+                    head: Chunk::new(),
+                    generation: AtomicU64::new(0),
+                    published: AtomicU64::new(0),
+                    dropped_events: AtomicU64::new(0),
+                    dropped_fields: AtomicU64::new(0),
+                    exited: AtomicBool::new(false),
+                });
+                registry().push(Arc::clone(&buffer));
+                buffer
+            });
+            self.buffer.set(Arc::as_ptr(buffer));
         });
-        registry().push(Arc::clone(&buffer));
-        buffer
+        if registered.is_err() {
+            // The thread is shutting down: record nothing more on it.
+            self.exited.set(true);
+        }
+        registered.is_ok()
     }
 
     /// Starts writing session `generation` from the first chunk.
     #[cold]
-    fn reset(&self, generation: u64) {
-        let buffer = self.buffer.get_or_init(|| self.register());
+    fn reset(&self, generation: u64) -> bool {
+        if self.exited.get() || (self.buffer.get().is_null() && !self.register()) {
+            return false;
+        }
+        let Some(buffer) = self.buffer() else {
+            return false;
+        };
         // Order matters to the collector: it must never pair the new generation with
         // the old session's count.
         buffer.published.store(0, Ordering::Relaxed);
@@ -360,20 +400,24 @@ impl Writer {
         self.seq.set(0);
         self.budget.set(0);
         self.generation.set(generation);
+        true
     }
 
     /// Makes room for `n` slots in the current session, or says there is none.
     #[inline(always)]
     fn reserve(&self, n: u64) -> bool {
         let generation = GENERATION.load(Ordering::Relaxed);
-        if self.generation.get() != generation {
-            self.reset(generation);
+        if self.generation.get() != generation && !self.reset(generation) {
+            return false;
         }
         self.budget.get() >= n || self.claim(n)
     }
 
     #[cold]
     fn claim(&self, n: u64) -> bool {
+        if self.exited.get() {
+            return false;
+        }
         let want = n.max(CLAIM);
         let taken = BUDGET.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
             (left + self.budget.get() >= n).then(|| left - left.min(want))
@@ -397,9 +441,9 @@ impl Writer {
         }
         self.pos.set(pos + 1);
         self.budget.set(self.budget.get() - 1);
-        // SAFETY: `chunk` points into the list owned by `self.buffer`, which lives as
-        // long as this thread-local; chunks are never freed while their buffer lives.
-        // `reset` set it before any reservation succeeded.
+        // SAFETY: a successful reservation means the thread is registered and not
+        // exited, so `chunk` points into the list owned by its live buffer (`reset`
+        // set it); chunks are never freed while their buffer lives.
         let chunk = unsafe { &*self.chunk.get() };
         &chunk.slots[pos]
     }
@@ -416,13 +460,14 @@ impl Writer {
     #[inline(always)]
     fn publish(&self, seq: u64) {
         self.seq.set(seq);
-        if let Some(buffer) = self.buffer.get() {
+        if let Some(buffer) = self.buffer() {
             buffer.published.store(seq, Ordering::Release);
         }
     }
 
+    #[cold]
     fn count_dropped(&self, event: bool) {
-        if let Some(buffer) = self.buffer.get() {
+        if let Some(buffer) = self.buffer() {
             let counter = if event {
                 &buffer.dropped_events
             } else {
@@ -512,19 +557,20 @@ fn truncate(s: &str, max: usize) -> &str {
 /// reached (the drop is counted) or the thread is shutting down.
 #[inline(always)]
 pub(crate) fn begin_event(name: &'static str) -> Option<EventRef> {
-    WRITER.try_with(|w| w.push_event(name)).ok().flatten()
+    WRITER.with(|w| w.push_event(name))
 }
 
 /// Closes an event opened by [`begin_event`] on this thread.
 #[inline(always)]
 pub(crate) fn end_event(event: &EventRef) {
     let end = crate::clock::now();
-    let _ = WRITER.try_with(|w| {
-        // A new session reuses the slots: only close events of the one still written.
-        if w.generation.get() == event.generation {
+    WRITER.with(|w| {
+        // A new session reuses the slots: only close events of the one still written,
+        // and nothing once the thread's buffer may be gone.
+        if w.generation.get() == event.generation && !w.exited.get() {
             // SAFETY: same generation means no `reset` ran since `push_event` made this
-            // pointer, so the slot is still this event's and its chunk is alive (the
-            // writer's buffer outlives the thread-local we are inside).
+            // pointer, so the slot is still this event's; not exited means the
+            // registration still holds the buffer that owns its chunk.
             let slot = unsafe { &*event.slot };
             slot.0[3].store(end.max(1), Ordering::Release);
         }
@@ -533,8 +579,8 @@ pub(crate) fn end_event(event: &EventRef) {
 
 /// Adds a field to an event opened by [`begin_event`] on this thread.
 pub(crate) fn add_field(event: &EventRef, key: &'static str, value: Value<'_>) {
-    let _ = WRITER.try_with(|w| {
-        if w.generation.get() == event.generation {
+    WRITER.with(|w| {
+        if w.generation.get() == event.generation && !w.exited.get() {
             w.push_field(event.seq, key, value);
         }
     });

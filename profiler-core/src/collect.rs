@@ -1,6 +1,7 @@
 //! Collection: thread buffers of one session → an [`XSpace`].
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::buffer::{self, Dropped, OwnedValue, Record};
 use crate::clock::{Anchor, TickScale};
@@ -24,27 +25,19 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> (XSpace
     let mut stats = CollectStats::default();
     let mut buffers = buffer::buffers();
     buffers.sort_by_key(|b| b.line_id);
-    let mut names: HashMap<(usize, usize), i64> = HashMap::new();
+    let mut names = NameCache::default();
     for buf in buffers {
-        let mut line = LineBuilder::default();
-        let Some(dropped) = buf.read(generation, |record| line.add(record)) else {
+        let mut line = LineBuilder::new(&scale, stop_ns);
+        let Some(dropped) = buf.read(generation, |record| line.add(record, &mut host, &mut names))
+        else {
             continue;
         };
         let Dropped { events, fields } = dropped;
         stats.dropped_events += events;
         stats.dropped_fields += fields;
-        if line.events.is_empty() {
-            continue;
+        if let Some(line) = line.build(buf.line_id, &buf.name) {
+            host.add_line(line);
         }
-        let line = line.build(
-            &mut host,
-            &mut names,
-            buf.line_id,
-            &buf.name,
-            &scale,
-            stop_ns,
-        );
-        host.add_line(line);
     }
 
     let mut env = PlaneBuilder::new(schema::TASK_ENV_PLANE_ID, schema::TASK_ENV_PLANE);
@@ -73,127 +66,143 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> (XSpace
     (space, stats)
 }
 
-struct RawEvent {
-    seq: u64,
-    name: &'static str,
-    start: u64,
-    end: u64,
-    fields: Vec<(&'static str, OwnedValue)>,
-}
-
+/// Event names are `&'static str`s: most events share a few pointers, so they are
+/// looked up by address before the plane interns their text.
 #[derive(Default)]
-struct LineBuilder {
-    events: Vec<RawEvent>,
+struct NameCache(HashMap<(usize, usize), i64, BuildHasherDefault<AddrHasher>>);
+
+impl NameCache {
+    fn id(&mut self, plane: &mut PlaneBuilder, name: &'static str) -> i64 {
+        *self
+            .0
+            .entry((name.as_ptr() as usize, name.len()))
+            .or_insert_with(|| plane.event_metadata_id(name))
+    }
 }
 
-impl LineBuilder {
-    fn add(&mut self, record: Record) {
+/// Multiply-shift hashing for address keys; SipHash would cost more than the rest of
+/// an event's collection.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Builds one thread's line straight from its records.
+struct LineBuilder<'a> {
+    scale: &'a TickScale,
+    stop_ns: u64,
+    /// Offsets are session-relative until `build` rebases them on the line start.
+    events: Vec<XEvent>,
+    /// Sequence number of each event, ascending: fields find their event by it.
+    seqs: Vec<u64>,
+}
+
+impl<'a> LineBuilder<'a> {
+    fn new(scale: &'a TickScale, stop_ns: u64) -> Self {
+        LineBuilder {
+            scale,
+            stop_ns,
+            events: Vec::new(),
+            seqs: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, record: Record, plane: &mut PlaneBuilder, names: &mut NameCache) {
         match record {
             Record::Event {
                 seq,
                 name,
                 start,
                 end,
-            } => self.events.push(RawEvent {
-                seq,
-                name,
-                start,
-                end,
-                fields: Vec::new(),
-            }),
+            } => {
+                let start = self.scale.to_ns(start).min(self.stop_ns);
+                // Still open at stop (or closed after it): it ends with the session.
+                let end = if end == 0 {
+                    self.stop_ns
+                } else {
+                    self.scale.to_ns(end).min(self.stop_ns)
+                };
+                self.seqs.push(seq);
+                self.events.push(XEvent {
+                    metadata_id: names.id(plane, name),
+                    data: Some(XEventData::OffsetPs(ps(start))),
+                    duration_ps: ps(end.max(start) - start),
+                    stats: Vec::new(),
+                });
+            }
             Record::Field {
                 event_seq,
                 key,
                 value,
             } => {
-                // Events are appended in sequence order, so their seqs are sorted.
-                if let Ok(i) = self.events.binary_search_by_key(&event_seq, |e| e.seq) {
-                    let fields = &mut self.events[i].fields;
-                    // Setting a key again replaces its value, as a later `set_metadata`
-                    // is meant to.
-                    match fields.iter_mut().find(|(k, _)| *k == key) {
-                        Some(slot) => slot.1 = value,
-                        None => fields.push((key, value)),
-                    }
+                if let Ok(i) = self.seqs.binary_search(&event_seq) {
+                    add_stat(plane, &mut self.events[i].stats, key, stat_value(value));
                 }
             }
         }
     }
 
-    fn build(
-        self,
-        plane: &mut PlaneBuilder,
-        names: &mut HashMap<(usize, usize), i64>,
-        line_id: u32,
-        line_name: &str,
-        scale: &TickScale,
-        stop_ns: u64,
-    ) -> XLine {
-        let times: Vec<(u64, u64)> = self
+    fn build(mut self, line_id: u32, line_name: &str) -> Option<XLine> {
+        let start_ps = self.events.iter().map(XEvent::offset_ps).min()?;
+        let end_ps = self
             .events
             .iter()
-            .map(|e| {
-                let start = scale.to_ns(e.start).min(stop_ns);
-                // Still open at stop (or closed after it): the event ends with the session.
-                let end = if e.end == 0 {
-                    stop_ns
-                } else {
-                    scale.to_ns(e.end).min(stop_ns)
-                };
-                (start, end.max(start))
-            })
-            .collect();
-        let line_start = times.iter().map(|t| t.0).min().unwrap_or(0);
-        let line_end = times.iter().map(|t| t.1).max().unwrap_or(0);
-        let mut events = Vec::with_capacity(self.events.len());
-        for (raw, (start, end)) in self.events.into_iter().zip(times) {
-            // Names are 'static strings: most events share a few pointers, so look those
-            // up before hashing the text.
-            let key = (raw.name.as_ptr() as usize, raw.name.len());
-            let metadata_id = *names
-                .entry(key)
-                .or_insert_with(|| plane.event_metadata_id(raw.name));
-            events.push(XEvent {
-                metadata_id,
-                data: Some(XEventData::OffsetPs(ps(start - line_start))),
-                duration_ps: ps(end - start),
-                stats: field_stats(plane, raw.fields),
-            });
+            .map(|e| e.offset_ps() + e.duration_ps)
+            .max()?;
+        for e in &mut self.events {
+            e.data = Some(XEventData::OffsetPs(e.offset_ps() - start_ps));
         }
-        sort_events(&mut events);
-        XLine {
+        // Events were recorded in start order, so this stable sort is one linear pass
+        // unless clock ticks tie.
+        sort_events(&mut self.events);
+        Some(XLine {
             id: i64::from(line_id),
             name: line_name.to_owned(),
-            timestamp_ns: line_start as i64,
-            duration_ps: ps(line_end - line_start),
-            events,
+            timestamp_ns: start_ps / 1000,
+            duration_ps: end_ps - start_ps,
+            events: self.events,
             ..XLine::default()
+        })
+    }
+}
+
+/// Adds or replaces a field's stat: setting a key again replaces its value, as a later
+/// `set_metadata` means to. A `step_num` makes the event a step root, as JAX's
+/// `StepTraceAnnotation` does: `_r` = 1 beside an int64 `step_num`.
+fn add_stat(plane: &mut PlaneBuilder, stats: &mut Vec<XStat>, key: &str, value: XStatValue) {
+    let stat = plane.stat(key, value);
+    match stats.iter_mut().find(|s| s.metadata_id == stat.metadata_id) {
+        Some(existing) => *existing = stat,
+        None => stats.push(stat),
+    }
+    if key == schema::STEP_NUM {
+        let root = plane.stat_metadata_id(schema::IS_ROOT);
+        if !stats.iter().any(|s| s.metadata_id == root) {
+            stats.push(XStat {
+                metadata_id: root,
+                value: Some(XStatValue::Int64(1)),
+            });
         }
     }
 }
 
 fn ps(ns: u64) -> i64 {
     (ns as i64).saturating_mul(1000)
-}
-
-fn field_stats(plane: &mut PlaneBuilder, fields: Vec<(&'static str, OwnedValue)>) -> Vec<XStat> {
-    if fields.is_empty() {
-        return Vec::new();
-    }
-    let mut stats = Vec::with_capacity(fields.len() + 1);
-    let mut has_step = false;
-    let mut has_root = false;
-    for (key, value) in fields {
-        has_step |= key == schema::STEP_NUM;
-        has_root |= key == schema::IS_ROOT;
-        stats.push(plane.stat(key, stat_value(value)));
-    }
-    // A step marker is what JAX's StepTraceAnnotation writes: `_r` = 1 beside an
-    // int64 `step_num`.
-    if has_step && !has_root {
-        stats.push(plane.stat(schema::IS_ROOT, XStatValue::Int64(1)));
-    }
-    stats
 }
 
 /// Integers become int64 where they fit (XProf reads `step_num` only as int64); bools

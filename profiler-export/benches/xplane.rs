@@ -1,3 +1,66 @@
-//! Export benchmark (written next).
-#![allow(missing_docs)]
-fn main() {}
+//! Cost per event of turning a recorded session into a `.xplane.pb`: collection
+//! (thread buffers → XSpace), encoding, and the atomic file write, for 1M events.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use profiler_core::{session, trace, Profile, ProfileOptions};
+use profiler_export::xplane;
+
+const EVENTS: u64 = 1_000_000;
+
+/// Records 1M events shaped like a training loop: steps of 1000 nested annotations,
+/// a field on every tenth.
+fn record() {
+    session::start(ProfileOptions::default().max_events(4 * EVENTS), None).unwrap();
+    for step in 0..EVENTS / 1000 {
+        let _s = trace!("Train", step_num = step);
+        for i in 0..999u64 {
+            if i % 10 == 0 {
+                let _t = trace!("layer", index = i);
+            } else {
+                let _t = trace!("op");
+            }
+        }
+    }
+}
+
+fn profile() -> Profile {
+    record();
+    session::stop().unwrap()
+}
+
+fn export(c: &mut Criterion) {
+    let mut g = c.benchmark_group("export_1M_events");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Elements(EVENTS));
+
+    g.bench_function("collect", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                record();
+                let t0 = Instant::now();
+                let p = session::stop().unwrap();
+                total += t0.elapsed();
+                assert_eq!(p.event_count() as u64, EVENTS);
+            }
+            total
+        })
+    });
+
+    let profile = profile();
+    g.bench_function("encode", |b| b.iter(|| xplane::encode(profile.xspace())));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.xplane.pb");
+    g.bench_function("encode_and_write_atomically", |b| {
+        b.iter(|| xplane::write(&path, profile.xspace()).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, export);
+criterion_main!(benches);
