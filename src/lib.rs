@@ -37,6 +37,8 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "tracing")]
+pub use profiler_core::ProfilerLayer;
 pub use profiler_core::{options, schema, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Error, ErrorKind, Profile, ProfileOptions, Result,

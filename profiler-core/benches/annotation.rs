@@ -13,30 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
-use profiler_core::{session, trace, ProfileOptions};
+use profiler_core::{trace, ProfileOptions};
 
-const BATCH: u64 = 4096;
-const SESSION_RECORDS: u64 = 1 << 20;
-
-fn batched<S>(
-    iters: u64,
-    mut setup: impl FnMut() -> S,
-    mut run: impl FnMut(u64),
-    mut teardown: impl FnMut(S),
-) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut left = iters;
-    while left > 0 {
-        let n = left.min(BATCH);
-        let state = setup();
-        let t0 = Instant::now();
-        run(n);
-        total += t0.elapsed();
-        teardown(state);
-        left -= n;
-    }
-    total
-}
+mod support;
+use support::{batched, print_table, LongSession, Row, BATCH};
 
 struct NullReporter;
 impl fastrace::collector::Reporter for NullReporter {
@@ -85,21 +65,13 @@ fn annotations(c: &mut Criterion) {
     });
 
     // Recording.
-    let recorded = std::cell::Cell::new(0u64);
-    let options = ProfileOptions::default().max_events(SESSION_RECORDS + BATCH);
-    session::start(options.clone(), None).unwrap();
+    let mut long = LongSession::start(ProfileOptions::default());
     for (name, fields) in [("prof_on", false), ("prof_on_one_field", true)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 batched(
                     iters,
-                    || {
-                        if recorded.get() + 2 * BATCH > SESSION_RECORDS {
-                            session::stop().unwrap();
-                            session::start(options.clone(), None).unwrap();
-                            recorded.set(0);
-                        }
-                    },
+                    || long.reserve(2 * BATCH),
                     |n| {
                         if fields {
                             for i in 0..n {
@@ -111,12 +83,12 @@ fn annotations(c: &mut Criterion) {
                             }
                         }
                     },
-                    |()| recorded.set(recorded.get() + if fields { 2 * BATCH } else { BATCH }),
+                    |()| {},
                 )
             })
         });
     }
-    session::stop().unwrap();
+    drop(long);
 
     fastrace::set_reporter(NullReporter, fastrace::collector::Config::default());
     g.bench_function("fastrace_on", |b| {
@@ -170,65 +142,18 @@ criterion_group!(benches, annotations);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    ratios::print(
+    print_table(
         "annotation",
         &[
-            ("baseline_atomic_load", None),
-            ("prof_off", Some("baseline_atomic_load")),
-            ("fastrace_off", Some("prof_off")),
-            ("puffin_off", Some("prof_off")),
-            ("two_clock_reads", None),
-            ("prof_on", Some("two_clock_reads")),
-            ("prof_on_one_field", Some("prof_on")),
-            ("fastrace_on", Some("prof_on")),
-            ("puffin_on", Some("prof_on")),
+            Row::Plain("baseline_atomic_load", None),
+            Row::Plain("prof_off", Some("baseline_atomic_load")),
+            Row::Plain("fastrace_off", Some("prof_off")),
+            Row::Plain("puffin_off", Some("prof_off")),
+            Row::Plain("two_clock_reads", None),
+            Row::Plain("prof_on", Some("two_clock_reads")),
+            Row::Plain("prof_on_one_field", Some("prof_on")),
+            Row::Plain("fastrace_on", Some("prof_on")),
+            Row::Plain("puffin_on", Some("prof_on")),
         ],
     );
-}
-
-mod ratios {
-    //! Reads criterion's estimates of this run and prints them as one table.
-    #![allow(clippy::print_stdout)]
-    use std::path::PathBuf;
-
-    fn mean_ns(group: &str, id: &str) -> Option<f64> {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-        let text = std::fs::read_to_string(
-            target
-                .join("criterion")
-                .join(group)
-                .join(id)
-                .join("new/estimates.json"),
-        )
-        .ok()?;
-        // The slope is what criterion reports as `time` for linear sampling.
-        let key = if text.contains("\"slope\":{") {
-            "\"slope\""
-        } else {
-            "\"mean\""
-        };
-        let mean = &text[text.find(key)?..];
-        let at = mean.find("\"point_estimate\":")? + "\"point_estimate\":".len();
-        let rest = &mean[at..];
-        let end = rest.find([',', '}'])?;
-        rest[..end].trim().parse().ok()
-    }
-
-    /// Prints `id: ns/iter` and, where a reference is given, `id / reference`.
-    pub(super) fn print(group: &str, rows: &[(&str, Option<&str>)]) {
-        println!("\n{group}: mean cost per span (this run)");
-        println!("| case | ns/span | ratio |");
-        println!("|---|---:|---|");
-        for (id, reference) in rows {
-            let Some(ns) = mean_ns(group, id) else {
-                continue;
-            };
-            let ratio = reference
-                .and_then(|r| mean_ns(group, r).map(|base| format!("{:.2}× {r}", ns / base)))
-                .unwrap_or_default();
-            println!("| {id} | {ns:.2} | {ratio} |");
-        }
-    }
 }

@@ -21,6 +21,8 @@ pub const USER_LEVEL: u8 = 1;
 #[derive(Debug)]
 pub struct Trace {
     event: Option<EventRef>,
+    /// False for instants, whose end was written with their start.
+    closes: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -44,6 +46,19 @@ impl Trace {
     pub fn begin(name: &'static str) -> Trace {
         Trace {
             event: buffer::begin_event(name),
+            closes: true,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Records a zero-duration event (an instant in the trace viewer) without checking
+    /// the gate; fields may be added before the returned guard drops.
+    #[doc(hidden)]
+    #[inline]
+    pub fn instant(name: &'static str) -> Trace {
+        Trace {
+            event: buffer::instant_event(name),
+            closes: false,
             _not_send: PhantomData,
         }
     }
@@ -54,6 +69,7 @@ impl Trace {
     pub fn inert() -> Trace {
         Trace {
             event: None,
+            closes: false,
             _not_send: PhantomData,
         }
     }
@@ -83,7 +99,7 @@ impl Trace {
 impl Drop for Trace {
     #[inline]
     fn drop(&mut self) {
-        if let Some(event) = &self.event {
+        if let (Some(event), true) = (&self.event, self.closes) {
             buffer::end_event(event);
         }
     }

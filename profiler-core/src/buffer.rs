@@ -477,8 +477,9 @@ impl Writer {
         }
     }
 
+    /// Writes an event; an instant one ends where it starts.
     #[inline(always)]
-    fn push_event(&self, name: &'static str) -> Option<EventRef> {
+    fn push_event(&self, name: &'static str, instant: bool) -> Option<EventRef> {
         if !self.reserve(1) {
             self.count_dropped(true);
             return None;
@@ -491,7 +492,7 @@ impl Writer {
             name.as_ptr() as u64,
             (name.len() as u64) << 8 | KIND_EVENT,
             start,
-            0,
+            if instant { start.max(1) } else { 0 },
         ]);
         self.publish(seq + 1);
         Some(EventRef {
@@ -557,7 +558,13 @@ fn truncate(s: &str, max: usize) -> &str {
 /// reached (the drop is counted) or the thread is shutting down.
 #[inline(always)]
 pub(crate) fn begin_event(name: &'static str) -> Option<EventRef> {
-    WRITER.with(|w| w.push_event(name))
+    WRITER.with(|w| w.push_event(name, false))
+}
+
+/// Records a zero-duration event named `name` on this thread; fields may still be
+/// added through the returned reference.
+pub(crate) fn instant_event(name: &'static str) -> Option<EventRef> {
+    WRITER.with(|w| w.push_event(name, true))
 }
 
 /// Closes an event opened by [`begin_event`] on this thread.

@@ -101,3 +101,16 @@ impl AsValue for Value<'_> {
         *self
     }
 }
+
+impl AsValue for crate::buffer::OwnedValue {
+    #[inline]
+    fn as_value(&self) -> Value<'_> {
+        match self {
+            crate::buffer::OwnedValue::I64(v) => Value::I64(*v),
+            crate::buffer::OwnedValue::U64(v) => Value::U64(*v),
+            crate::buffer::OwnedValue::F64(v) => Value::F64(*v),
+            crate::buffer::OwnedValue::Bool(v) => Value::Bool(*v),
+            crate::buffer::OwnedValue::Str(s) => Value::Str(s),
+        }
+    }
+}

@@ -6,6 +6,8 @@
 //!
 //! - **annotations** ([`trace!`], [`Trace`], [`set_metadata!`]): events on the current
 //!   thread's timeline, with fields; the ones carrying `step_num` are training steps;
+//! - **the `tracing` layer** ([`ProfilerLayer`], feature `tracing`, on by default): every
+//!   `tracing` span the subscriber passes, on the same timeline;
 //! - **sessions** ([`session::start`], [`session::stop`], [`ProfileOptions`]): one at a
 //!   time per process, as in `tf.profiler.experimental` and `jax.profiler`;
 //! - **the XSpace model** ([`xspace`]): TSL's `xplane.proto`, the single representation
@@ -46,6 +48,8 @@ pub mod clock;
 mod collect;
 pub mod error;
 pub mod field;
+#[cfg(feature = "tracing")]
+pub mod layer;
 pub mod options;
 pub mod profile;
 pub mod schema;
@@ -56,5 +60,7 @@ pub use annotation::Trace;
 pub use collect::host_name;
 pub use error::{Error, ErrorKind, Result};
 pub use field::{AsValue, Value};
+#[cfg(feature = "tracing")]
+pub use layer::ProfilerLayer;
 pub use options::{ConfigValue, ProfileOptions};
 pub use profile::Profile;

@@ -1,0 +1,195 @@
+//! `ProfilerLayer`: every `tracing` span in the process on prof's timeline.
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt;
+//!
+//! let subscriber = tracing_subscriber::registry().with(profiler_core::ProfilerLayer::new());
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let _span = tracing::trace_span!("attn", heads = 8).entered();
+//! });
+//! ```
+//!
+//! A span becomes an event on the line of the thread that entered it, from enter to
+//! exit, written into the same per-thread buffer as `prof::trace!`, so the two nest on
+//! one line. Its fields become stats; fields recorded later with `span.record(..)` land
+//! on the same event (and on later entries of the span). A `step_num` field makes it a
+//! training step, as with `prof::trace!`.
+//!
+//! What is kept follows the session's `host_tracer_level`:
+//!
+//! | level | recorded |
+//! |---|---|
+//! | 1 | only prof's own annotations: this layer records nothing |
+//! | 2 (default) | every span the subscriber lets through, whatever its `tracing` level (libraries' TRACE spans such as candle-transformers' included) |
+//! | 3 | also `tracing` events, as instant events carrying their fields and message |
+//!
+//! While no session records, each callback is one relaxed atomic load, except `on_exit`,
+//! which also looks at this thread's (empty) stack of open spans.
+//!
+//! Spans whose fields were given before a session started are recorded without those
+//! fields: keeping every span's fields while nothing records would cost every program
+//! that never profiles.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+
+use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::annotation::Trace;
+use crate::buffer::OwnedValue;
+use crate::session::enabled;
+
+/// Host tracer level at which `tracing` spans are recorded.
+pub const SPAN_LEVEL: u8 = 2;
+/// Host tracer level at which `tracing` events are recorded too.
+pub const VERBOSE_LEVEL: u8 = 3;
+
+/// A `tracing_subscriber::Layer` that records spans (and, verbose, events) into the
+/// running prof session.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProfilerLayer {
+    _private: (),
+}
+
+impl ProfilerLayer {
+    /// The layer; add it to a registry with `.with(ProfilerLayer::new())`.
+    pub fn new() -> ProfilerLayer {
+        ProfilerLayer { _private: () }
+    }
+}
+
+/// Fields of a span, kept in its registry extensions while a session records.
+#[derive(Debug, Default)]
+struct SpanFields(Vec<(&'static str, OwnedValue)>);
+
+impl SpanFields {
+    fn set(&mut self, key: &'static str, value: OwnedValue) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+}
+
+impl Visit for SpanFields {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field.name(), OwnedValue::I64(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.set(field.name(), OwnedValue::U64(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.set(field.name(), OwnedValue::F64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.set(field.name(), OwnedValue::Bool(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.set(field.name(), OwnedValue::Str(value.to_owned()));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut text = String::new();
+        let _ = write!(text, "{value:?}");
+        self.set(field.name(), OwnedValue::Str(text));
+    }
+}
+
+thread_local! {
+    /// Spans entered on this thread and not yet exited, innermost last.
+    static OPEN: RefCell<Vec<(Id, Trace)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn apply(trace: &Trace, fields: &[(&'static str, OwnedValue)]) {
+    for (key, value) in fields {
+        trace.set_metadata(key, value);
+    }
+}
+
+impl<S> Layer<S> for ProfilerLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !enabled(SPAN_LEVEL) || attrs.fields().is_empty() {
+            return;
+        }
+        let mut fields = SpanFields::default();
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(fields);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if !enabled(SPAN_LEVEL) {
+            return;
+        }
+        let mut recorded = SpanFields::default();
+        values.record(&mut recorded);
+        // The deferred case: a span already entered on this thread gets the fields on
+        // its open event.
+        let _ = OPEN.try_with(|open| {
+            if let Ok(open) = open.try_borrow() {
+                if let Some((_, trace)) = open.iter().rev().find(|(open_id, _)| open_id == id) {
+                    apply(trace, &recorded.0);
+                }
+            }
+        });
+        if let Some(span) = ctx.span(id) {
+            let mut extensions = span.extensions_mut();
+            match extensions.get_mut::<SpanFields>() {
+                Some(fields) => {
+                    for (key, value) in recorded.0 {
+                        fields.set(key, value);
+                    }
+                }
+                None => extensions.insert(recorded),
+            }
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        if !enabled(SPAN_LEVEL) {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let trace = Trace::begin(span.metadata().name());
+        if let Some(fields) = span.extensions().get::<SpanFields>() {
+            apply(&trace, &fields.0);
+        }
+        let _ = OPEN.try_with(|open| {
+            if let Ok(mut open) = open.try_borrow_mut() {
+                open.push((id.clone(), trace));
+            }
+        });
+    }
+
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+        // Not gated: a span entered while recording must close even if the session
+        // stopped meanwhile. Exits may come out of order (a guard moved, an async span
+        // exited on another path): close exactly the matching entry.
+        let closed = OPEN.try_with(|open| {
+            let mut open = open.try_borrow_mut().ok()?;
+            let at = open.iter().rposition(|(open_id, _)| open_id == id)?;
+            Some(open.remove(at))
+        });
+        // Dropped here, outside the borrow: ending the event never re-enters the stack.
+        drop(closed);
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        if !enabled(VERBOSE_LEVEL) {
+            return;
+        }
+        let trace = Trace::instant(event.metadata().name());
+        if trace.is_recording() {
+            let mut fields = SpanFields::default();
+            event.record(&mut fields);
+            apply(&trace, &fields.0);
+        }
+    }
+}

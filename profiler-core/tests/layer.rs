@@ -1,0 +1,255 @@
+//! `ProfilerLayer`: `tracing` spans and events on prof's timeline.
+//!
+//! Sessions are process-wide, so every test here holds `SERIAL`.
+#![cfg(feature = "tracing")]
+
+use std::sync::Mutex;
+
+use profiler_core::xspace::{XEvent, XLine, XPlane, XStatValue};
+use profiler_core::{schema, session, trace, Profile, ProfileOptions, ProfilerLayer};
+use tracing_subscriber::layer::SubscriberExt;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = session::stop();
+    guard
+}
+
+/// Runs `f` with a registry + ProfilerLayer as this thread's subscriber.
+fn with_layer<R>(f: impl FnOnce() -> R) -> R {
+    let subscriber = tracing_subscriber::registry().with(ProfilerLayer::new());
+    tracing::subscriber::with_default(subscriber, f)
+}
+
+fn profile_of(options: ProfileOptions, f: impl FnOnce()) -> Profile {
+    session::start(options, None).expect("start");
+    with_layer(f);
+    session::stop().expect("stop")
+}
+
+fn host(profile: &Profile) -> &XPlane {
+    profile
+        .xspace()
+        .plane(schema::HOST_PLANE)
+        .expect("host plane")
+}
+
+fn my_line(plane: &XPlane) -> &XLine {
+    let me = std::thread::current().name().expect("named").to_owned();
+    plane
+        .lines
+        .iter()
+        .find(|l| l.name == me)
+        .expect("this thread's line")
+}
+
+fn names<'a>(plane: &'a XPlane, line: &XLine) -> Vec<&'a str> {
+    line.events
+        .iter()
+        .map(|e| plane.event_name(e.metadata_id).expect("name"))
+        .collect()
+}
+
+fn stat(plane: &XPlane, e: &XEvent, key: &str) -> Option<XStatValue> {
+    plane.find_stat(&e.stats, key).cloned()
+}
+
+fn span(line: &XLine, e: &XEvent) -> (i64, i64) {
+    let start = line.timestamp_ns * 1000 + e.offset_ps();
+    (start, start + e.duration_ps)
+}
+
+#[test]
+fn tracing_spans_and_annotations_nest_on_one_line() {
+    let _s = serial();
+    let profile = profile_of(ProfileOptions::default(), || {
+        for step in 0..2i64 {
+            let _t = trace!("Train", step_num = step);
+            let attn = tracing::trace_span!("attn", heads = 8u32, kind = "self");
+            let _a = attn.enter();
+            {
+                let _m = tracing::debug_span!("mlp").entered();
+                let _inner = trace!("matmul");
+            }
+        }
+    });
+    let plane = host(&profile);
+    let line = my_line(plane);
+    assert_eq!(
+        names(plane, line),
+        ["Train", "attn", "mlp", "matmul", "Train", "attn", "mlp", "matmul"]
+    );
+    for quad in line.events.chunks(4) {
+        for pair in quad.windows(2) {
+            let (outer, inner) = (span(line, &pair[0]), span(line, &pair[1]));
+            assert!(
+                outer.0 <= inner.0 && inner.1 <= outer.1,
+                "{outer:?} ⊇ {inner:?}"
+            );
+        }
+        assert_eq!(stat(plane, &quad[1], "heads"), Some(XStatValue::Int64(8)));
+        assert_eq!(
+            stat(plane, &quad[1], "kind"),
+            Some(XStatValue::Str("self".into()))
+        );
+    }
+    assert_eq!(profile.steps(), [0, 1]);
+}
+
+#[test]
+fn recorded_fields_land_on_their_event() {
+    let _s = serial();
+    let profile = profile_of(ProfileOptions::default(), || {
+        let span = tracing::info_span!(
+            "load",
+            in_cache = tracing::field::Empty,
+            bytes = tracing::field::Empty
+        );
+        span.record("bytes", 10u64); // before the span is entered
+        let entered = span.enter();
+        {
+            let _child = tracing::info_span!("decode").entered();
+        }
+        span.record("in_cache", true); // while entered, after a child
+        drop(entered);
+        let _again = span.enter(); // a later entry carries every field
+    });
+    let plane = host(&profile);
+    let line = my_line(plane);
+    assert_eq!(names(plane, line), ["load", "decode", "load"]);
+    for e in [&line.events[0], &line.events[2]] {
+        assert_eq!(stat(plane, e, "in_cache"), Some(XStatValue::Int64(1)));
+        assert_eq!(stat(plane, e, "bytes"), Some(XStatValue::Int64(10)));
+    }
+    assert_eq!(stat(plane, &line.events[1], "in_cache"), None);
+}
+
+#[test]
+fn a_step_num_field_makes_a_step() {
+    let _s = serial();
+    let profile = profile_of(ProfileOptions::default(), || {
+        for step in 0..3u64 {
+            let _s = tracing::info_span!("train_step", step_num = step).entered();
+            let _w = tracing::info_span!("work").entered();
+        }
+    });
+    assert_eq!(profile.steps(), [0, 1, 2]);
+}
+
+#[test]
+fn host_tracer_level_decides_what_is_kept() {
+    let _s = serial();
+    let work = || {
+        let _user = trace!("user");
+        let _span = tracing::trace_span!("library").entered();
+        tracing::info!(batch = 3, "loaded {} items", 3);
+    };
+    let recorded = |level| {
+        let profile = profile_of(ProfileOptions::default().host_tracer_level(level), work);
+        let plane = host(&profile);
+        plane
+            .lines
+            .iter()
+            .flat_map(|l| &l.events)
+            .map(|e| plane.event_name(e.metadata_id).expect("name").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(recorded(0).is_empty());
+    assert_eq!(recorded(1), ["user"]);
+    assert_eq!(recorded(2), ["user", "library"]);
+    let verbose = recorded(3);
+    assert_eq!(verbose.len(), 3, "{verbose:?}");
+    assert!(
+        verbose[2].starts_with("event "),
+        "tracing events as instants: {verbose:?}"
+    );
+
+    let profile = profile_of(ProfileOptions::default().host_tracer_level(3), work);
+    let plane = host(&profile);
+    let event = &my_line(plane).events[2];
+    assert_eq!(event.duration_ps, 0, "an instant");
+    assert_eq!(stat(plane, event, "batch"), Some(XStatValue::Int64(3)));
+    assert_eq!(
+        stat(plane, event, "message"),
+        Some(XStatValue::Str("loaded 3 items".into()))
+    );
+}
+
+#[test]
+fn out_of_order_and_unclosed_spans_do_not_corrupt_others() {
+    let _s = serial();
+    let profile = profile_of(ProfileOptions::default(), || {
+        let a = tracing::info_span!("a");
+        let b = tracing::info_span!("b");
+        let ga = a.enter();
+        let gb = b.enter();
+        drop(ga); // a exits before b
+        drop(gb);
+        let never = tracing::info_span!("never_closed");
+        std::mem::forget(never.enter());
+        let _after = tracing::info_span!("after").entered();
+    });
+    let plane = host(&profile);
+    let line = my_line(plane);
+    let got = names(plane, line);
+    for expected in ["a", "b", "never_closed", "after"] {
+        assert!(got.contains(&expected), "{expected} missing from {got:?}");
+    }
+    let never = line
+        .events
+        .iter()
+        .find(|e| plane.event_name(e.metadata_id) == Some("never_closed"))
+        .expect("never_closed");
+    let after = line
+        .events
+        .iter()
+        .find(|e| plane.event_name(e.metadata_id) == Some("after"))
+        .expect("after");
+    // The unclosed span ends with the session, so it encloses what came after it.
+    assert!(span(line, never).1 >= span(line, after).1);
+}
+
+#[test]
+fn eight_threads_of_many_spans_lose_nothing() {
+    let _s = serial();
+    const THREADS: usize = 8;
+    const SPANS: usize = 100_000;
+    session::start(ProfileOptions::default(), None).expect("start");
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            std::thread::Builder::new()
+                .name(format!("spanner-{t}"))
+                .spawn_scoped(scope, move || {
+                    with_layer(|| {
+                        for _ in 0..SPANS {
+                            let _s = tracing::trace_span!("op").entered();
+                        }
+                    })
+                })
+                .expect("spawn");
+        }
+    });
+    let profile = session::stop().expect("stop");
+    assert!(profile.warnings().is_empty(), "{:?}", profile.warnings());
+    let plane = host(&profile);
+    for t in 0..THREADS {
+        let line = plane
+            .lines
+            .iter()
+            .find(|l| l.name == format!("spanner-{t}"))
+            .expect("line");
+        assert_eq!(line.events.len(), SPANS, "thread {t}");
+    }
+}
+
+#[test]
+fn spans_are_ignored_while_no_session_runs() {
+    let _s = serial();
+    with_layer(|| {
+        let _s = tracing::info_span!("before").entered();
+    });
+    let profile = profile_of(ProfileOptions::default(), || {});
+    assert_eq!(profile.event_count(), 0);
+}
