@@ -157,9 +157,14 @@ where
             return;
         }
         let Some(span) = ctx.span(id) else { return };
-        let trace = Trace::begin(span.metadata().name());
-        if let Some(fields) = span.extensions().get::<SpanFields>() {
-            apply(&trace, &fields.0);
+        let metadata = span.metadata();
+        let trace = Trace::begin(metadata.name());
+        // Spans can only hold fields their callsite declares: skip the extensions lock
+        // for the many that declare none.
+        if !metadata.fields().is_empty() {
+            if let Some(fields) = span.extensions().get::<SpanFields>() {
+                apply(&trace, &fields.0);
+            }
         }
         let _ = OPEN.try_with(|open| {
             if let Ok(mut open) = open.try_borrow_mut() {
