@@ -45,6 +45,13 @@ pub use profiler_core::{
     Trace, Value,
 };
 pub use profiler_export as export;
+pub use profiler_macros::instrument;
+
+/// What `#[prof::instrument]` expands to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use profiler_core::future::{with_current_poll, Instrumented};
+}
 
 /// Starts profiling into `logdir`, as `tf.profiler.experimental.start(logdir)` and
 /// `jax.profiler.start_trace(log_dir)` do. The profile is written when [`stop`] is

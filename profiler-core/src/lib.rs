@@ -48,6 +48,7 @@ pub mod clock;
 mod collect;
 pub mod error;
 pub mod field;
+pub mod future;
 #[cfg(feature = "tracing")]
 pub mod layer;
 pub mod options;

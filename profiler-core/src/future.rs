@@ -1,0 +1,98 @@
+//! Instrumented futures: each poll of an `async fn` under `#[prof::instrument]` is an
+//! event on the line of the thread that ran it.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::annotation::{Trace, USER_LEVEL};
+
+pin_project_lite::pin_project! {
+    /// A future whose every poll is recorded as an event named `name`.
+    #[derive(Debug)]
+    pub struct Instrumented<F> {
+        #[pin]
+        inner: F,
+        name: &'static str,
+    }
+}
+
+impl<F> Instrumented<F> {
+    /// Wraps `inner`; its polls are recorded while a session records annotations.
+    pub fn new(inner: F, name: &'static str) -> Self {
+        Instrumented { inner, name }
+    }
+}
+
+thread_local! {
+    /// The event of the poll running on this thread, while `Instrumented::poll` runs.
+    static CURRENT_POLL: Cell<*const Trace> = const { Cell::new(std::ptr::null()) };
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if !crate::session::enabled(USER_LEVEL) {
+            return this.inner.poll(cx);
+        }
+        let trace = Trace::begin(this.name);
+        let outer = CURRENT_POLL.with(|c| c.replace(&trace));
+        // Restores the outer poll even if the inner future panics.
+        struct Restore(*const Trace);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT_POLL.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(outer);
+        this.inner.poll(cx)
+    }
+}
+
+/// Runs `f` on the event of the poll now running on this thread, if it is recorded.
+///
+/// `#[prof::instrument]` calls it at the start of an `async fn`'s body, which runs
+/// inside its first poll, to put the function's fields on that poll's event.
+pub fn with_current_poll(f: impl FnOnce(&Trace)) {
+    let current = CURRENT_POLL.with(Cell::get);
+    #[allow(unsafe_code)]
+    // SAFETY: the pointer is set only for the duration of `Instrumented::poll`, to a
+    // `Trace` on that call's stack, and restored before it returns; we are inside that
+    // call on this same thread whenever it is non-null.
+    if let Some(trace) = unsafe { current.as_ref() } {
+        f(trace);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    fn noop_waker() -> Waker {
+        const VTABLE: RawWakerVTable =
+            RawWakerVTable::new(|p| RawWaker::new(p, &VTABLE), |_| {}, |_| {}, |_| {});
+        #[allow(unsafe_code)]
+        // SAFETY: every vtable function ignores the data pointer.
+        unsafe {
+            Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE))
+        }
+    }
+
+    #[test]
+    fn no_current_poll_outside_instrumented_futures() {
+        let mut called = false;
+        with_current_poll(|_| called = true);
+        assert!(!called);
+        let fut = Instrumented::new(async { 5 }, "f");
+        let mut fut = std::pin::pin!(fut);
+        let waker = noop_waker();
+        assert_eq!(
+            fut.as_mut().poll(&mut Context::from_waker(&waker)),
+            Poll::Ready(5)
+        );
+    }
+}

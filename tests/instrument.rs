@@ -1,0 +1,189 @@
+//! `#[prof::instrument]` on sync, generic, method and async functions.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use prof::xspace::{XEvent, XPlane, XStatValue};
+use prof::{schema, ProfileOptions};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = profiler_core::session::stop();
+    guard
+}
+
+fn record(f: impl FnOnce()) -> prof::Profile {
+    profiler_core::session::start(ProfileOptions::default(), None).expect("start");
+    f();
+    profiler_core::session::stop().expect("stop")
+}
+
+fn events(profile: &prof::Profile) -> Vec<(String, String, XEvent)> {
+    let plane = profile.xspace().plane(schema::HOST_PLANE).expect("host");
+    plane
+        .lines
+        .iter()
+        .flat_map(|l| l.events.iter().map(move |e| (l.name.clone(), e)))
+        .map(|(line, e)| {
+            (
+                line,
+                plane.event_name(e.metadata_id).expect("name").to_owned(),
+                e.clone(),
+            )
+        })
+        .collect()
+}
+
+fn stat(profile: &prof::Profile, e: &XEvent, key: &str) -> Option<XStatValue> {
+    let plane: &XPlane = profile.xspace().plane(schema::HOST_PLANE).expect("host");
+    plane.find_stat(&e.stats, key).cloned()
+}
+
+#[prof::instrument]
+fn load(shard: u32, label: &str, owner: String, path: &Path) -> usize {
+    let _ = (path, &owner);
+    label.len() + shard as usize
+}
+
+#[prof::instrument(name = "Train", fields(step_num = step * 10), skip(lr))]
+fn train_step(step: i64, lr: f64) -> f64 {
+    lr * step as f64
+}
+
+#[prof::instrument(skip_all)]
+fn generic<T: Clone>(value: T, n: usize) -> Vec<T> {
+    vec![value; n]
+}
+
+struct Model {
+    layers: usize,
+}
+
+impl Model {
+    #[prof::instrument(fields(layers = self.layers))]
+    fn forward(&self, batch: usize) -> usize {
+        inner_matmul(batch) * self.layers
+    }
+}
+
+#[prof::instrument(name = "matmul")]
+fn inner_matmul(batch: usize) -> usize {
+    batch * 2
+}
+
+#[test]
+fn sync_functions_record_their_calls_and_arguments() {
+    let _s = serial();
+    let profile = record(|| {
+        assert_eq!(load(3, "abc", "me".into(), Path::new("/data")), 6);
+        assert_eq!(train_step(2, 0.5), 1.0);
+        assert_eq!(generic("x", 2), ["x", "x"]);
+        assert_eq!(Model { layers: 4 }.forward(8), 64);
+    });
+    let events = events(&profile);
+    let names: Vec<_> = events.iter().map(|(_, n, _)| n.as_str()).collect();
+    assert_eq!(names, ["load", "Train", "generic", "forward", "matmul"]);
+
+    let load = &events[0].2;
+    assert_eq!(stat(&profile, load, "shard"), Some(XStatValue::Int64(3)));
+    assert_eq!(
+        stat(&profile, load, "label"),
+        Some(XStatValue::Str("abc".into()))
+    );
+    assert_eq!(
+        stat(&profile, load, "owner"),
+        Some(XStatValue::Str("me".into()))
+    );
+    assert_eq!(
+        stat(&profile, load, "path"),
+        None,
+        "a &Path is not recorded"
+    );
+
+    let train = &events[1].2;
+    assert_eq!(stat(&profile, train, "step"), Some(XStatValue::Int64(2)));
+    assert_eq!(
+        stat(&profile, train, "step_num"),
+        Some(XStatValue::Int64(20))
+    );
+    assert_eq!(stat(&profile, train, "lr"), None, "skipped");
+    assert_eq!(profile.steps(), [20]);
+
+    assert!(events[2].2.stats.is_empty(), "skip_all");
+    let forward = &events[3].2;
+    assert_eq!(
+        stat(&profile, forward, "layers"),
+        Some(XStatValue::Int64(4))
+    );
+    assert_eq!(stat(&profile, forward, "batch"), Some(XStatValue::Int64(8)));
+}
+
+static EVALUATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn costly() -> u64 {
+    EVALUATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    1
+}
+
+#[prof::instrument(fields(cost = costly()))]
+fn lazily() {}
+
+#[test]
+fn fields_are_not_evaluated_while_off() {
+    let _s = serial();
+    lazily();
+    assert_eq!(EVALUATED.load(std::sync::atomic::Ordering::Relaxed), 0);
+    let profile = record(lazily);
+    assert_eq!(EVALUATED.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(profile.event_count(), 1);
+}
+
+#[prof::instrument(fields(kind = "fetch"))]
+async fn fetch(id: u64, hops: u32) -> u64 {
+    for _ in 0..hops {
+        tokio::task::yield_now().await;
+    }
+    id * 2
+}
+
+#[test]
+fn async_functions_record_each_poll_with_fields_on_the_first() {
+    let _s = serial();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("tokio-worker")
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let profile = record(|| {
+        let out = runtime.block_on(async { tokio::spawn(fetch(21, 3)).await.expect("join") });
+        assert_eq!(out, 42);
+    });
+    let polls: Vec<_> = events(&profile)
+        .into_iter()
+        .filter(|(_, n, _)| n == "fetch")
+        .collect();
+    assert_eq!(polls.len(), 4, "3 yields = 4 polls");
+    assert!(polls.iter().all(|(line, _, _)| line == "tokio-worker"));
+    let with_fields: Vec<_> = polls
+        .iter()
+        .filter(|(_, _, e)| !e.stats.is_empty())
+        .collect();
+    assert_eq!(with_fields.len(), 1, "fields on one poll");
+    let first = &with_fields[0].2;
+    assert_eq!(stat(&profile, first, "id"), Some(XStatValue::Int64(21)));
+    assert_eq!(stat(&profile, first, "hops"), Some(XStatValue::Int64(3)));
+    assert_eq!(
+        stat(&profile, first, "kind"),
+        Some(XStatValue::Str("fetch".into()))
+    );
+}
+
+#[test]
+fn misuse_is_a_clear_compile_error() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}

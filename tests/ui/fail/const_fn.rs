@@ -1,0 +1,6 @@
+#[prof::instrument]
+const fn f() -> u32 {
+    1
+}
+
+fn main() {}

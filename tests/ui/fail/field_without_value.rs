@@ -1,0 +1,4 @@
+#[prof::instrument(fields(step_num))]
+fn f() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[prof::instrument(name = train)]
+fn f() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[prof::instrument]
+struct Model;
+
+fn main() {}

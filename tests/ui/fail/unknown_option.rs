@@ -1,0 +1,4 @@
+#[prof::instrument(level = "debug")]
+fn f() {}
+
+fn main() {}
