@@ -24,6 +24,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Functions can be recorded whole with [`instrument`]:
+//!
+//! ```
+//! #[prof::instrument(fields(step_num = step))]
+//! fn train_step(step: u64, lr: f64) -> f64 {
+//!     lr * step as f64
+//! }
+//! # assert_eq!(train_step(2, 0.5), 1.0);
+//! ```
+//!
 //! The layout is `<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`, read
 //! by `xprof --logdir` and `tensorboard --logdir` (with the profile plugin).
 //!
