@@ -72,6 +72,8 @@ pub mod __private {
 /// created; [`ErrorKind::AlreadyExists`] when a session is running.
 pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     let logdir = logdir.as_ref().to_path_buf();
+    // Checked here as well as in the core so that bad options fail before the logdir
+    // is created on disk.
     options.validate()?;
     export::logdir::prepare(&logdir)?;
     profiler_core::session::start(options, Some(writer(logdir)))

@@ -10,31 +10,23 @@ use crate::xspace::{
     sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStat, XStatValue,
 };
 
-/// What collection saw besides the events.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CollectStats {
-    pub(crate) dropped_events: u64,
-    pub(crate) dropped_fields: u64,
-}
-
 /// Builds the space of session `generation`, recorded between `start` and `stop`.
-pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> (XSpace, CollectStats) {
+pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> XSpace {
     let scale = TickScale::between(start, stop);
     let stop_ns = scale.to_ns(stop.ticks);
     let mut host = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
-    let mut stats = CollectStats::default();
+    let mut dropped = Dropped::default();
     let mut buffers = buffer::buffers();
     buffers.sort_by_key(|b| b.line_id);
     let mut names = NameCache::default();
     for buf in buffers {
         let mut line = LineBuilder::new(&scale, stop_ns);
-        let Some(dropped) = buf.read(generation, |record| line.add(record, &mut host, &mut names))
+        let Some(lost) = buf.read(generation, |record| line.add(record, &mut host, &mut names))
         else {
             continue;
         };
-        let Dropped { events, fields } = dropped;
-        stats.dropped_events += events;
-        stats.dropped_fields += fields;
+        dropped.events += lost.events;
+        dropped.fields += lost.fields;
         if let Some(line) = line.build(buf.line_id, &buf.name) {
             host.add_line(line);
         }
@@ -52,8 +44,8 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> (XSpace
         hostnames: vec![host_name()],
         ..XSpace::default()
     };
-    if stats.dropped_events > 0 || stats.dropped_fields > 0 {
-        let what = match (stats.dropped_events, stats.dropped_fields) {
+    if dropped != Dropped::default() {
+        let what = match (dropped.events, dropped.fields) {
             (e, 0) => format!("{e} events were"),
             (0, f) => format!("{f} fields were"),
             (e, f) => format!("{e} events and {f} fields were"),
@@ -63,7 +55,7 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> (XSpace
              (ProfileOptions::max_events); raise max_events to keep them"
         ));
     }
-    (space, stats)
+    space
 }
 
 /// Event names are `&'static str`s: most events share a few pointers, so they are

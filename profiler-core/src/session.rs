@@ -14,7 +14,7 @@ use crate::buffer;
 use crate::clock::Anchor;
 use crate::collect::collect;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{ProfileOptions, CONFIG_KEYS};
+use crate::options::ProfileOptions;
 use crate::profile::Profile;
 
 /// The recording gate: the current session's host tracer level, or 0.
@@ -128,12 +128,13 @@ fn finish(mut running: Running) -> Result<Profile> {
     HOST_LEVEL.store(0, Ordering::Release);
     let stop = Anchor::now();
     let start = running.start.unwrap_or(stop);
-    let (mut space, _stats) = collect(running.generation, &start, &stop);
+    let mut space = collect(running.generation, &start, &stop);
     let ignored: Vec<_> = running
         .options
         .advanced_configuration
         .keys()
-        .filter(|k| k.starts_with("gpu_") && CONFIG_KEYS.iter().any(|c| c.name == *k))
+        // Keys were validated at start; the GPU ones are those only a device tracer reads.
+        .filter(|k| k.starts_with("gpu_"))
         .cloned()
         .collect();
     if !ignored.is_empty()

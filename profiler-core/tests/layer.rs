@@ -1,21 +1,14 @@
 //! `ProfilerLayer`: `tracing` spans and events on prof's timeline.
 //!
-//! Sessions are process-wide, so every test here holds `SERIAL`.
+//! Sessions are process-wide, so every test here holds `support::serial()`.
 #![cfg(feature = "tracing")]
 
-use std::sync::Mutex;
-
-use profiler_core::xspace::{XEvent, XLine, XPlane, XStatValue};
-use profiler_core::{schema, session, trace, Profile, ProfileOptions, ProfilerLayer};
+use profiler_core::xspace::XStatValue;
+use profiler_core::{session, trace, Profile, ProfileOptions, ProfilerLayer};
 use tracing_subscriber::layer::SubscriberExt;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = session::stop();
-    guard
-}
+mod support;
+use support::{all_names, host, my_line, names, serial, span, stat};
 
 /// Runs `f` with a registry + ProfilerLayer as this thread's subscriber.
 fn with_layer<R>(f: impl FnOnce() -> R) -> R {
@@ -27,38 +20,6 @@ fn profile_of(options: ProfileOptions, f: impl FnOnce()) -> Profile {
     session::start(options, None).expect("start");
     with_layer(f);
     session::stop().expect("stop")
-}
-
-fn host(profile: &Profile) -> &XPlane {
-    profile
-        .xspace()
-        .plane(schema::HOST_PLANE)
-        .expect("host plane")
-}
-
-fn my_line(plane: &XPlane) -> &XLine {
-    let me = std::thread::current().name().expect("named").to_owned();
-    plane
-        .lines
-        .iter()
-        .find(|l| l.name == me)
-        .expect("this thread's line")
-}
-
-fn names<'a>(plane: &'a XPlane, line: &XLine) -> Vec<&'a str> {
-    line.events
-        .iter()
-        .map(|e| plane.event_name(e.metadata_id).expect("name"))
-        .collect()
-}
-
-fn stat(plane: &XPlane, e: &XEvent, key: &str) -> Option<XStatValue> {
-    plane.find_stat(&e.stats, key).cloned()
-}
-
-fn span(line: &XLine, e: &XEvent) -> (i64, i64) {
-    let start = line.timestamp_ns * 1000 + e.offset_ps();
-    (start, start + e.duration_ps)
 }
 
 #[test]
@@ -147,14 +108,10 @@ fn host_tracer_level_decides_what_is_kept() {
         tracing::info!(batch = 3, "loaded {} items", 3);
     };
     let recorded = |level| {
-        let profile = profile_of(ProfileOptions::default().host_tracer_level(level), work);
-        let plane = host(&profile);
-        plane
-            .lines
-            .iter()
-            .flat_map(|l| &l.events)
-            .map(|e| plane.event_name(e.metadata_id).expect("name").to_owned())
-            .collect::<Vec<_>>()
+        all_names(&profile_of(
+            ProfileOptions::default().host_tracer_level(level),
+            work,
+        ))
     };
     assert!(recorded(0).is_empty());
     assert_eq!(recorded(1), ["user"]);

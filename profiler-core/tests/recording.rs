@@ -1,51 +1,16 @@
 //! Sessions and annotations end to end: what is recorded lands in the XSpace, whole.
 //!
-//! Sessions are process-wide, so every test here holds `SERIAL`.
+//! Sessions are process-wide, so every test here holds `support::serial()`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use profiler_core::xspace::{XEvent, XLine, XPlane, XStatValue};
-use profiler_core::{schema, session, set_metadata, trace, ErrorKind, Profile, ProfileOptions};
+use profiler_core::xspace::XStatValue;
+use profiler_core::{session, set_metadata, trace, ErrorKind, ProfileOptions};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // A test that failed mid-session must not fail the next one.
-    let _ = session::stop();
-    guard
-}
-
-fn host(profile: &Profile) -> &XPlane {
-    profile
-        .xspace()
-        .plane(schema::HOST_PLANE)
-        .expect("host plane")
-}
-
-fn line<'a>(plane: &'a XPlane, name: &str) -> &'a XLine {
-    plane
-        .lines
-        .iter()
-        .find(|l| l.name == name)
-        .unwrap_or_else(|| panic!("no line {name}"))
-}
-
-fn name<'a>(plane: &'a XPlane, e: &XEvent) -> &'a str {
-    plane.event_name(e.metadata_id).expect("metadata")
-}
-
-fn stat(plane: &XPlane, e: &XEvent, key: &str) -> Option<XStatValue> {
-    plane.find_stat(&e.stats, key).cloned()
-}
-
-fn span(line: &XLine, e: &XEvent) -> (i64, i64) {
-    let start = line.timestamp_ns * 1000 + e.offset_ps();
-    (start, start + e.duration_ps)
-}
+mod support;
+use support::{all_names, host, line, name, serial, span, stat, this_thread};
 
 #[test]
 fn threads_record_thousands_of_nested_annotations_without_loss() {
@@ -125,13 +90,6 @@ fn threads_record_thousands_of_nested_annotations_without_loss() {
             );
         }
     }
-}
-
-fn this_thread() -> String {
-    std::thread::current()
-        .name()
-        .expect("test threads are named")
-        .to_owned()
 }
 
 #[test]
@@ -225,15 +183,7 @@ fn nothing_is_evaluated_or_recorded_without_a_session() {
     }
     let profile = session::stop().expect("stop");
     assert_eq!(EVALUATED.load(Ordering::Relaxed), 2);
-    let names: Vec<_> = {
-        let plane = host(&profile);
-        plane
-            .lines
-            .iter()
-            .flat_map(|l| &l.events)
-            .map(|e| name(plane, e).to_owned())
-            .collect()
-    };
+    let names = all_names(&profile);
     assert_eq!(
         names,
         ["on"],
@@ -357,14 +307,7 @@ fn open_annotations_end_at_stop_and_later_sessions_start_clean() {
         "clipped to the session"
     );
 
-    let plane = host(&second);
-    let names: Vec<_> = plane
-        .lines
-        .iter()
-        .flat_map(|l| &l.events)
-        .map(|e| name(plane, e))
-        .collect();
-    assert_eq!(names, ["second session"]);
+    assert_eq!(all_names(&second), ["second session"]);
 }
 
 #[test]
@@ -430,14 +373,7 @@ fn delay_and_duration_bound_the_recording() {
         assert!(!t.is_recording());
     }
     let profile = session::stop().expect("stop hands over the finished profile");
-    let plane = host(&profile);
-    let names: Vec<_> = plane
-        .lines
-        .iter()
-        .flat_map(|l| &l.events)
-        .map(|e| name(plane, e))
-        .collect();
-    assert_eq!(names, ["recorded"]);
+    assert_eq!(all_names(&profile), ["recorded"]);
     let (start, stop) = profile.wall_time_ns().expect("task environment");
     let ms = (stop - start) / 1_000_000;
     assert!((390..5_000).contains(&ms), "recorded for {ms} ms");
