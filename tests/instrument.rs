@@ -161,15 +161,25 @@ fn async_functions_record_each_poll_with_fields_on_the_first() {
         let out = runtime.block_on(async { tokio::spawn(fetch(21, 3)).await.expect("join") });
         assert_eq!(out, 42);
     });
-    let polls: Vec<_> = events(&profile)
+    let (lifetimes, polls): (Vec<_>, Vec<_>) = events(&profile)
         .into_iter()
         .filter(|(_, n, _)| n == "fetch")
-        .collect();
+        .partition(|(line, _, _)| line == "Tasks");
     assert_eq!(polls.len(), 4, "3 yields = 4 polls");
     assert!(polls.iter().all(|(line, _, _)| line == "tokio-worker"));
+    assert_eq!(lifetimes.len(), 1, "and one task");
+    assert_eq!(
+        stat(&profile, &lifetimes[0].2, "polls"),
+        Some(XStatValue::Int64(4))
+    );
+    assert_eq!(
+        stat(&profile, &lifetimes[0].2, "id"),
+        Some(XStatValue::Int64(21)),
+        "the task carries the function's fields"
+    );
     let with_fields: Vec<_> = polls
         .iter()
-        .filter(|(_, _, e)| !e.stats.is_empty())
+        .filter(|(_, _, e)| stat(&profile, e, "id").is_some())
         .collect();
     assert_eq!(with_fields.len(), 1, "fields on one poll");
     let first = &with_fields[0].2;

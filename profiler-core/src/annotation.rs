@@ -96,6 +96,25 @@ impl Trace {
     }
 }
 
+impl Trace {
+    /// Ends the annotation now; returns the clock ticks it ended at, or `None` when it
+    /// was not recorded.
+    #[inline]
+    pub(crate) fn end(mut self) -> Option<u64> {
+        let event = self.event.take()?;
+        self.closes.then(|| buffer::end_event(&event))
+    }
+
+    /// Tags this event as a poll of task `task` (see the collector's `tasks` module):
+    /// one field record, whatever the task.
+    #[inline]
+    pub(crate) fn mark_poll(&self, task: u64) {
+        if let Some(event) = &self.event {
+            buffer::add_field(event, crate::collect::POLL_OF, crate::Value::U64(task));
+        }
+    }
+}
+
 impl Drop for Trace {
     #[inline]
     fn drop(&mut self) {

@@ -17,6 +17,7 @@
 //! | event | name pointer    | name length << 8 \| kind    | start ticks | end ticks (0 while open) |
 //! | field | key pointer     | key length << 8 \| tag << 4 \| kind | event sequence number | value bits, or string length |
 //! | bytes | string bytes, 32 per slot, following their field |||  |
+//! | mark  | name pointer    | name length << 8 \| kind    | ticks       | value         |
 //!
 //! Every word is an atomic written with `Relaxed` ordering: on x86-64 and AArch64 that is
 //! a plain store, and it keeps the concurrent read by the collector free of data races.
@@ -41,6 +42,7 @@ pub(crate) const MAX_STR_BYTES: usize = 4096;
 
 const KIND_EVENT: u64 = 1;
 const KIND_FIELD: u64 = 2;
+const KIND_MARK: u64 = 3;
 
 const TAG_I64: u64 = 0;
 const TAG_U64: u64 = 1;
@@ -124,6 +126,12 @@ pub(crate) enum Record {
         key: &'static str,
         value: OwnedValue,
     },
+    /// A timestamped fact about something other than an event (a span closing).
+    Mark {
+        name: &'static str,
+        at: u64,
+        value: u64,
+    },
 }
 
 /// A field value read back from a buffer.
@@ -199,6 +207,12 @@ impl ThreadBuffer {
                         value,
                     });
                 }
+                KIND_MARK => visit(Record::Mark {
+                    // SAFETY: mark slots hold a `&'static str` split by `Writer::push_mark`.
+                    name: unsafe { static_str(words[0], words[1] >> 8) },
+                    at: words[2],
+                    value: words[3],
+                }),
                 // A slot is only published once written; anything else is a bug, and
                 // skipping it keeps the rest of the thread's records.
                 _ => {}
@@ -502,6 +516,22 @@ impl Writer {
         })
     }
 
+    fn push_mark(&self, name: &'static str, at: u64, value: u64) {
+        if !self.reserve(1) {
+            self.count_dropped(true);
+            return;
+        }
+        let seq = self.seq.get();
+        let slot = self.next_slot();
+        slot.write([
+            name.as_ptr() as u64,
+            (name.len() as u64) << 8 | KIND_MARK,
+            at,
+            value,
+        ]);
+        self.publish(seq + 1);
+    }
+
     fn push_field(&self, event_seq: u64, key: &'static str, value: Value<'_>) {
         let (tag, bits, text) = match value {
             Value::I64(v) => (TAG_I64, v as u64, None),
@@ -567,9 +597,14 @@ pub(crate) fn instant_event(name: &'static str) -> Option<EventRef> {
     WRITER.with(|w| w.push_event(name, true))
 }
 
+/// Records mark `name` with `value` at clock ticks `at` on this thread.
+pub(crate) fn mark(name: &'static str, at: u64, value: u64) {
+    WRITER.with(|w| w.push_mark(name, at, value));
+}
+
 /// Closes an event opened by [`begin_event`] on this thread.
 #[inline(always)]
-pub(crate) fn end_event(event: &EventRef) {
+pub(crate) fn end_event(event: &EventRef) -> u64 {
     let end = crate::clock::now();
     WRITER.with(|w| {
         // A new session reuses the slots: only close events of the one still written,
@@ -582,6 +617,7 @@ pub(crate) fn end_event(event: &EventRef) {
             slot.0[3].store(end.max(1), Ordering::Release);
         }
     });
+    end
 }
 
 /// Adds a field to an event opened by [`begin_event`] on this thread.

@@ -1,5 +1,9 @@
 //! Collection: thread buffers of one session → an [`XSpace`].
 
+mod tasks;
+
+pub(crate) use tasks::{next_task_id, span_closed, POLL_OF, PROF_TASK};
+
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -10,8 +14,9 @@ use crate::xspace::{
     sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStat, XStatValue,
 };
 
-/// Builds the space of session `generation`, recorded between `start` and `stop`.
-pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> XSpace {
+/// Builds the space of session `generation`, recorded between `start` and `stop` at
+/// `host_level`.
+pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor, host_level: u8) -> XSpace {
     let scale = TickScale::between(start, stop);
     let stop_ns = scale.to_ns(stop.ticks);
     let mut host = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
@@ -19,7 +24,9 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> XSpace 
     let mut buffers = buffer::buffers();
     buffers.sort_by_key(|b| b.line_id);
     let mut names = NameCache::default();
-    for buf in buffers {
+    let mut builders: Vec<LineBuilder<'_>> = Vec::with_capacity(buffers.len());
+    let mut ids = Vec::with_capacity(buffers.len());
+    for buf in &buffers {
         let mut line = LineBuilder::new(&scale, stop_ns);
         let Some(lost) = buf.read(generation, |record| line.add(record, &mut host, &mut names))
         else {
@@ -27,7 +34,21 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor) -> XSpace 
         };
         dropped.events += lost.events;
         dropped.fields += lost.fields;
-        if let Some(line) = line.build(buf.line_id, &buf.name) {
+        builders.push(line);
+        ids.push((buf.line_id, buf.name.as_str()));
+    }
+    let lanes = tasks::link(&mut builders, host_level, &mut host);
+    for (line, (id, name)) in builders.into_iter().zip(ids) {
+        if let Some(line) = line.build(id, name) {
+            host.add_line(line);
+        }
+    }
+    for (lane, events) in lanes.into_iter().enumerate() {
+        let name = match lane {
+            0 => tasks::TASKS_LINE.to_owned(),
+            n => format!("{} {}", tasks::TASKS_LINE, n + 1),
+        };
+        if let Some(line) = build_line(events, tasks::TASKS_LINE_ID + lane as u32, &name) {
             host.add_line(line);
         }
     }
@@ -102,6 +123,10 @@ struct LineBuilder<'a> {
     events: Vec<XEvent>,
     /// Sequence number of each event, ascending: fields find their event by it.
     seqs: Vec<u64>,
+    /// Events that are polls of a task: (index in `events`, task id).
+    polls: Vec<(usize, u64)>,
+    /// Spans that closed on this thread: (task id, session-relative ps).
+    closes: Vec<(u64, i64)>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -111,6 +136,8 @@ impl<'a> LineBuilder<'a> {
             stop_ns,
             events: Vec::new(),
             seqs: Vec::new(),
+            polls: Vec::new(),
+            closes: Vec::new(),
         }
     }
 
@@ -137,40 +164,54 @@ impl<'a> LineBuilder<'a> {
                     stats: Vec::new(),
                 });
             }
+            Record::Mark { name, at, value } => {
+                if name == tasks::CLOSED {
+                    let at = self.scale.to_ns(at).min(self.stop_ns);
+                    self.closes.push((value, ps(at)));
+                }
+            }
             Record::Field {
                 event_seq,
                 key,
                 value,
             } => {
-                if let Ok(i) = self.seqs.binary_search(&event_seq) {
-                    add_stat(plane, &mut self.events[i].stats, key, stat_value(value));
+                let Ok(i) = self.seqs.binary_search(&event_seq) else {
+                    return;
+                };
+                match (key, value) {
+                    (POLL_OF, OwnedValue::U64(task)) => self.polls.push((i, task)),
+                    (key, value) => {
+                        add_stat(plane, &mut self.events[i].stats, key, stat_value(value))
+                    }
                 }
             }
         }
     }
 
-    fn build(mut self, line_id: u32, line_name: &str) -> Option<XLine> {
-        let start_ps = self.events.iter().map(XEvent::offset_ps).min()?;
-        let end_ps = self
-            .events
-            .iter()
-            .map(|e| e.offset_ps() + e.duration_ps)
-            .max()?;
-        for e in &mut self.events {
-            e.data = Some(XEventData::OffsetPs(e.offset_ps() - start_ps));
-        }
-        // Events were recorded in start order, so this stable sort is one linear pass
-        // unless clock ticks tie.
-        sort_events(&mut self.events);
-        Some(XLine {
-            id: i64::from(line_id),
-            name: line_name.to_owned(),
-            timestamp_ns: start_ps / 1000,
-            duration_ps: end_ps - start_ps,
-            events: self.events,
-            ..XLine::default()
-        })
+    fn build(self, line_id: u32, line_name: &str) -> Option<XLine> {
+        build_line(self.events, line_id, line_name)
     }
+}
+
+/// A line from events with session-relative offsets: the line starts at its first
+/// event, and offsets become relative to it.
+fn build_line(mut events: Vec<XEvent>, line_id: u32, line_name: &str) -> Option<XLine> {
+    let start_ps = events.iter().map(XEvent::offset_ps).min()?;
+    let end_ps = events.iter().map(|e| e.offset_ps() + e.duration_ps).max()?;
+    for e in &mut events {
+        e.data = Some(XEventData::OffsetPs(e.offset_ps() - start_ps));
+    }
+    // Events were recorded in start order, so this stable sort is one linear pass
+    // unless clock ticks tie.
+    sort_events(&mut events);
+    Some(XLine {
+        id: i64::from(line_id),
+        name: line_name.to_owned(),
+        timestamp_ns: start_ps / 1000,
+        duration_ps: end_ps - start_ps,
+        events,
+        ..XLine::default()
+    })
 }
 
 /// Adds or replaces a field's stat: setting a key again replaces its value, as a later

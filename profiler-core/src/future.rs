@@ -1,5 +1,7 @@
 //! Instrumented futures: each poll of an `async fn` under `#[prof::instrument]` is an
-//! event on the line of the thread that ran it.
+//! event on the line of the thread that ran it, and the future as a whole is a task:
+//! its lifetime (with busy and idle time) on the profile's `Tasks` line, and flows
+//! between polls that ran on different threads.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -15,13 +17,20 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         name: &'static str,
+        // Given at the first recorded poll: a future that never runs while a session
+        // records costs no id.
+        task: u64,
     }
 }
 
 impl<F> Instrumented<F> {
     /// Wraps `inner`; its polls are recorded while a session records annotations.
     pub fn new(inner: F, name: &'static str) -> Self {
-        Instrumented { inner, name }
+        Instrumented {
+            inner,
+            name,
+            task: 0,
+        }
     }
 }
 
@@ -39,6 +48,10 @@ impl<F: Future> Future for Instrumented<F> {
             return this.inner.poll(cx);
         }
         let trace = Trace::begin(this.name);
+        if *this.task == 0 {
+            *this.task = crate::collect::next_task_id();
+        }
+        trace.mark_poll(*this.task);
         let outer = CURRENT_POLL.with(|c| c.replace(&trace));
         // Restores the outer poll even if the inner future panics.
         struct Restore(*const Trace);

@@ -20,8 +20,12 @@
 //! | level | recorded |
 //! |---|---|
 //! | 1 | only prof's own annotations: this layer records nothing |
-//! | 2 (default) | every span the subscriber lets through, whatever its `tracing` level (libraries' TRACE spans such as candle-transformers' included) |
-//! | 3 | also `tracing` events, as instant events carrying their fields and message |
+//! | 2 (default) | every span the subscriber lets through, whatever its `tracing` level (libraries' TRACE spans such as candle-transformers' included): each entry is a slice, so each poll of a span held across `.await` is one; such a span is also a task, with its lifetime, busy and idle time on a `Tasks` line |
+//! | 3 | also `tracing` events, as instant events carrying their fields and message, and flows linking each poll of an async span to the next where they ran on different threads |
+//!
+//! A span entered more than once counts as an async task when it also closed during
+//! the session or ran on more than one thread; spans that a model keeps and enters on
+//! every forward pass (candle-transformers' layers) do neither, and stay plain slices.
 //!
 //! While no session records, each callback is one relaxed atomic load, except `on_exit`,
 //! which also looks at this thread's (empty) stack of open spans.
@@ -30,7 +34,7 @@
 //! fields: keeping every span's fields while nothing records would cost every program
 //! that never profiles.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 
 use tracing_core::field::{Field, Visit};
@@ -101,6 +105,9 @@ impl Visit for SpanFields {
 thread_local! {
     /// Spans entered on this thread and not yet exited, innermost last.
     static OPEN: RefCell<Vec<(Id, Trace)>> = const { RefCell::new(Vec::new()) };
+    /// The span last exited on this thread and when: a span usually closes right after
+    /// its last exit, and reusing that time saves a clock read per span.
+    static LAST_EXIT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
 fn apply(trace: &Trace, fields: &[(&'static str, OwnedValue)]) {
@@ -159,6 +166,10 @@ where
         let Some(span) = ctx.span(id) else { return };
         let metadata = span.metadata();
         let trace = Trace::begin(metadata.name());
+        // Every entry is tagged with its span: the collector turns a span entered more
+        // than once (a span held across `.await`) into a task. Registry ids never use
+        // the top bit, which marks prof's own futures.
+        trace.mark_poll(id.into_u64() & !crate::collect::PROF_TASK);
         // Spans can only hold fields their callsite declares: skip the extensions lock
         // for the many that declare none.
         if !metadata.fields().is_empty() {
@@ -182,8 +193,23 @@ where
             let at = open.iter().rposition(|(open_id, _)| open_id == id)?;
             Some(open.remove(at))
         });
-        // Dropped here, outside the borrow: ending the event never re-enters the stack.
-        drop(closed);
+        // Ended here, outside the borrow: ending the event never re-enters the stack.
+        if let Ok(Some((_, trace))) = closed {
+            if let Some(at) = trace.end() {
+                let _ = LAST_EXIT.try_with(|last| last.set((id.into_u64(), at)));
+            }
+        }
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        if enabled(SPAN_LEVEL) {
+            let id = id.into_u64();
+            let at = match LAST_EXIT.try_with(Cell::get) {
+                Ok((last, at)) if last == id => at,
+                _ => crate::clock::now(),
+            };
+            crate::collect::span_closed(id & !crate::collect::PROF_TASK, at);
+        }
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {

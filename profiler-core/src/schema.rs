@@ -19,3 +19,14 @@ pub const STEP_NUM: &str = "step_num";
 /// "Is root": marks an event as a step root for XProf's step grouping (int64 1), as
 /// JAX's `StepTraceAnnotation` and TF's `trace(..., _r=1)` do.
 pub const IS_ROOT: &str = "_r";
+
+/// Producer side of a cross-thread link: the context type (int64), beside
+/// [`PRODUCER_ID`]. XProf joins an event carrying `_ct`/`_c` with the same type and id
+/// to it (grouping it into the producer's step) and draws a flow arrow between them.
+pub const PRODUCER_TYPE: &str = "_pt";
+/// Producer side of a cross-thread link: the link's id (uint64).
+pub const PRODUCER_ID: &str = "_p";
+/// Consumer side of a cross-thread link: the context type (int64).
+pub const CONSUMER_TYPE: &str = "_ct";
+/// Consumer side of a cross-thread link: the link's id (uint64).
+pub const CONSUMER_ID: &str = "_c";

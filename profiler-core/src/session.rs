@@ -128,7 +128,12 @@ fn finish(mut running: Running) -> Result<Profile> {
     HOST_LEVEL.store(0, Ordering::Release);
     let stop = Anchor::now();
     let start = running.start.unwrap_or(stop);
-    let mut space = collect(running.generation, &start, &stop);
+    let mut space = collect(
+        running.generation,
+        &start,
+        &stop,
+        running.options.host_tracer_level as u8,
+    );
     let ignored: Vec<_> = running
         .options
         .advanced_configuration

@@ -288,6 +288,11 @@ impl PlaneBuilder {
         id
     }
 
+    /// The metadata id of stat name `name`, if already interned.
+    pub fn find_stat_metadata_id(&self, name: &str) -> Option<i64> {
+        self.stats.get(name).copied()
+    }
+
     /// A stat named `name` with `value`, its name interned in this plane.
     pub fn stat(&mut self, name: &str, value: XStatValue) -> XStat {
         XStat {

@@ -9,11 +9,14 @@ for the tools `tool_names`, `trace_viewer` (legacy Chrome-style JSON) and
   * every conversion succeeded;
   * every --expect-event NAME is the name of at least one trace event;
   * every --expect-thread NAME is the name of a thread in the trace viewer;
-  * the overview page's step-time graph lists at least --min-steps steps.
+  * the overview page's step-time graph lists at least --min-steps steps;
+  * the streaming trace viewer (`trace_viewer@`, what TensorBoard's Profile
+    tab loads) draws at least --min-flows flow arrows with both ends.
 
 Usage (CI):
   python tests/interop/xprof_check.py --xplane PATH/host.xplane.pb \
       [--expect-event NAME ...] [--min-steps N] [--expect-thread NAME ...]
+      [--min-flows N]
 
 Exit status: 0 when every check passes, 1 when a check fails, 2 when the
 input or the environment is wrong (missing file, xprof not installed).
@@ -52,6 +55,7 @@ TRACE_VIEWER_OPTIONS = {"resolution": 8000, "full_dma": False}
 # Names of the files the worker leaves in the work directory.
 TOOL_NAMES_FILE = "tool_names.json"
 TRACE_FILE = "trace_viewer.json"
+STREAM_TRACE_FILE = "trace_viewer_stream.json"
 OVERVIEW_FILE = "overview_page.out"
 ERRORS_FILE = "errors.json"
 
@@ -123,6 +127,19 @@ def run_worker(xplane: str, outdir: str) -> int:
         with open(os.path.join(outdir, TRACE_FILE), "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
+    # 2b. trace_viewer@ (streaming; what TensorBoard's Profile tab loads): the
+    #     only output that carries flow arrows (`bind_id`, `flow_in`, `flow_out`).
+    try:
+        data, _ = raw_to_tool_data.xspace_to_tool_data([xplane], "trace_viewer@", params)
+    except Exception as e:  # noqa: BLE001
+        data = None
+        errors["trace_viewer@"] = f"{type(e).__name__}: {e}"
+    if data is None:
+        errors.setdefault("trace_viewer@", "no data from xprof")
+    else:
+        with open(os.path.join(outdir, STREAM_TRACE_FILE), "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
     # 3. overview_page: JSON (a list of Google-Charts DataTables) in 2.24.2.
     try:
         data, _ = raw_to_tool_data.xspace_to_tool_data(
@@ -189,6 +206,22 @@ def decode_trace(raw: bytes) -> TraceSummary:
             if m and ("step_name" in args or "step_num" in args):
                 s.step_events[m.group("base")][m.group("num")] += 1
     return s
+
+
+def count_flows(raw: bytes) -> tuple[int, int]:
+    """Flow arrows in trace_viewer@ JSON: (ids with both ends, ids with one end)."""
+    doc = json.loads(raw)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    outs: set = set()
+    ins: set = set()
+    for ev in events:
+        if not isinstance(ev, dict) or "bind_id" not in ev:
+            continue
+        if ev.get("flow_out"):
+            outs.add(ev["bind_id"])
+        if ev.get("flow_in"):
+            ins.add(ev["bind_id"])
+    return len(outs & ins), len(outs ^ ins)
 
 
 def match_event(s: TraceSummary, name: str) -> tuple[int, int]:
@@ -358,6 +391,12 @@ def parse_args(argv):
     ap.add_argument(
         "--timeout", type=float, default=600, help="seconds allowed for the conversion (600)"
     )
+    ap.add_argument(
+        "--min-flows",
+        type=int,
+        default=0,
+        help="fail unless the streaming trace viewer draws at least N complete flow arrows",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="show xprof's own log")
     ap.add_argument("--_worker", nargs=2, metavar=("XPLANE", "OUTDIR"), help=argparse.SUPPRESS)
     return ap.parse_args(argv)
@@ -442,7 +481,7 @@ def main(argv=None) -> int:
 
         if args.dump_dir:
             os.makedirs(args.dump_dir, exist_ok=True)
-            for name in (TOOL_NAMES_FILE, TRACE_FILE, OVERVIEW_FILE):
+            for name in (TOOL_NAMES_FILE, TRACE_FILE, STREAM_TRACE_FILE, OVERVIEW_FILE):
                 p = os.path.join(outdir, name)
                 if os.path.exists(p):
                     shutil.copyfile(p, os.path.join(args.dump_dir, name))
@@ -511,6 +550,21 @@ def main(argv=None) -> int:
                 failures.append(f"expected event {name!r}: not checked (no trace viewer data)")
             for name in args.expect_thread:
                 failures.append(f"expected thread {name!r}: not checked (no trace viewer data)")
+
+        # ---- trace_viewer@ flows ----
+        if args.min_flows > 0:
+            if "trace_viewer@" in errors:
+                failures.append(f"trace_viewer@ conversion failed: {errors['trace_viewer@']}")
+            else:
+                with open(os.path.join(outdir, STREAM_TRACE_FILE), "rb") as f:
+                    complete, dangling = count_flows(f.read())
+                print(f"trace viewer flows: {complete} with both ends, {dangling} with one end")
+                if complete < args.min_flows:
+                    failures.append(
+                        f"expected at least {args.min_flows} flow arrows in trace_viewer@, "
+                        f"found {complete} (XProf draws one per producer `_pt`/`_p` and "
+                        "consumer `_ct`/`_c` pair with equal type and id)"
+                    )
 
         # ---- overview_page ----
         steps = None
