@@ -68,9 +68,16 @@ impl Drop for LongSession {
 }
 
 fn estimate_ns(group: &str, id: &str) -> Option<f64> {
+    // Criterion writes under the workspace's target directory: the benching crate's
+    // own directory for the root package, its parent for a member crate.
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        .or_else(|| {
+            [manifest.join("target"), manifest.join("../target")]
+                .into_iter()
+                .find(|t| t.join("criterion").is_dir())
+        })?;
     let path = target
         .join("criterion")
         .join(group)

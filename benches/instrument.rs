@@ -1,0 +1,94 @@
+//! `#[prof::instrument]` beside `#[tracing::instrument]` on the same function, in one
+//! run: off (no session / no subscriber) and recording (a prof session / a registry,
+//! bare or with `ProfilerLayer` recording). Prints the ratios at the end.
+#![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, Criterion};
+use prof::{ProfileOptions, ProfilerLayer};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[path = "../profiler-core/benches/support/mod.rs"]
+mod support;
+use support::{batched, print_table, LongSession, Row, BATCH};
+
+#[prof::instrument]
+fn with_prof(x: u64) -> u64 {
+    black_box(x)
+}
+
+#[tracing::instrument]
+fn with_tracing(x: u64) -> u64 {
+    black_box(x)
+}
+
+fn calls(f: fn(u64) -> u64) -> impl FnMut(u64) {
+    move |n| {
+        for i in 0..n {
+            black_box(f(i));
+        }
+    }
+}
+
+fn instrument(c: &mut Criterion) {
+    let mut g = c.benchmark_group("instrument");
+    g.measurement_time(Duration::from_secs(3));
+
+    g.bench_function("prof_off", |b| b.iter(|| with_prof(black_box(7))));
+    tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+        g.bench_function("tracing_off", |b| b.iter(|| with_tracing(black_box(7))));
+    });
+
+    {
+        let mut long = LongSession::start(ProfileOptions::default());
+        // An event and its field: two records per call.
+        g.bench_function("prof_on", |b| {
+            b.iter_custom(|iters| {
+                batched(iters, || long.reserve(2 * BATCH), calls(with_prof), |()| {})
+            })
+        });
+    }
+
+    tracing::subscriber::with_default(tracing_subscriber::registry(), || {
+        g.bench_function("tracing_registry", |b| {
+            b.iter(|| with_tracing(black_box(7)))
+        });
+    });
+
+    let layered = tracing_subscriber::registry().with(ProfilerLayer::new());
+    tracing::subscriber::with_default(layered, || {
+        let mut long = LongSession::start(ProfileOptions::default());
+        // Event, span tag, field, close mark: four records per call.
+        g.bench_function("tracing_registry+prof_layer_on", |b| {
+            b.iter_custom(|iters| {
+                batched(
+                    iters,
+                    || long.reserve(4 * BATCH),
+                    calls(with_tracing),
+                    |()| {},
+                )
+            })
+        });
+    });
+
+    g.finish();
+}
+
+criterion_group!(benches, instrument);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    print_table(
+        "instrument",
+        &[
+            Row::Plain("prof_off", Some("tracing_off")),
+            Row::Plain("tracing_off", None),
+            Row::Plain("prof_on", Some("tracing_registry")),
+            Row::Plain("tracing_registry", None),
+            Row::Plain("tracing_registry+prof_layer_on", Some("prof_on")),
+        ],
+    );
+}
