@@ -56,6 +56,14 @@ pub use profiler_core::{
 };
 pub use profiler_export as export;
 pub use profiler_macros::instrument;
+/// Capturing from a `tensorflow.ProfilerService` server (prof's, JAX's, TensorFlow's).
+#[cfg(feature = "remote")]
+pub use profiler_remote::client;
+/// Remote capture: the `tensorflow.ProfilerService` server
+/// (`prof::server::start(6009)`), as TensorBoard/XProf's Capture button, JAX's
+/// `collect_profile` and `capture-profile` reach it.
+#[cfg(feature = "remote")]
+pub use profiler_remote::server;
 
 /// What `#[prof::instrument]` expands to; not a public API.
 #[doc(hidden)]

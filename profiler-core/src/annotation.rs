@@ -99,6 +99,7 @@ impl Trace {
 impl Trace {
     /// Ends the annotation now; returns the clock ticks it ended at, or `None` when it
     /// was not recorded.
+    #[cfg(feature = "tracing")]
     #[inline]
     pub(crate) fn end(mut self) -> Option<u64> {
         let event = self.event.take()?;

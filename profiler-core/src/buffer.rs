@@ -516,6 +516,7 @@ impl Writer {
         })
     }
 
+    #[cfg(feature = "tracing")]
     fn push_mark(&self, name: &'static str, at: u64, value: u64) {
         if !self.reserve(1) {
             self.count_dropped(true);
@@ -598,6 +599,7 @@ pub(crate) fn instant_event(name: &'static str) -> Option<EventRef> {
 }
 
 /// Records mark `name` with `value` at clock ticks `at` on this thread.
+#[cfg(feature = "tracing")]
 pub(crate) fn mark(name: &'static str, at: u64, value: u64) {
     WRITER.with(|w| w.push_mark(name, at, value));
 }

@@ -2,7 +2,9 @@
 
 mod tasks;
 
-pub(crate) use tasks::{next_task_id, span_closed, POLL_OF, PROF_TASK};
+pub(crate) use tasks::{next_task_id, POLL_OF};
+#[cfg(feature = "tracing")]
+pub(crate) use tasks::{span_closed, PROF_TASK};
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -61,6 +61,7 @@ pub(crate) fn next_task_id() -> u64 {
 
 /// Marks the close of `tracing` span `task` at clock ticks `at`: later entries of the
 /// same id belong to another span.
+#[cfg(feature = "tracing")]
 pub(crate) fn span_closed(task: u64, at: u64) {
     crate::buffer::mark(CLOSED, at, task);
 }

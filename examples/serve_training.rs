@@ -1,0 +1,69 @@
+//! A training loop that can be profiled from outside while it runs: it serves
+//! `tensorflow.ProfilerService` on 127.0.0.1, so TensorBoard/XProf's Capture button,
+//! `python -m jax.collect_profile PORT 2000` or `capture-profile localhost:PORT`
+//! record it on demand.
+//!
+//! ```text
+//! cargo run --example serve_training -- [--port 6009] [--seconds 60]
+//! ```
+//!
+//! It prints `listening on 127.0.0.1:PORT` once it can be captured, and exits after
+//! `--seconds` (so tests and scripts never leave it running).
+#![allow(clippy::print_stdout)]
+
+use std::error::Error;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let mut port = 6009u16;
+    let mut seconds = 60u64;
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--port" => {
+                port = value
+                    .parse()
+                    .map_err(|_| format!("--port {value}: not a port"))?
+            }
+            "--seconds" => {
+                seconds = value
+                    .parse()
+                    .map_err(|_| format!("--seconds {value}: not a number"))?
+            }
+            other => {
+                return Err(format!("unknown argument {other}; use --port N --seconds N").into())
+            }
+        }
+    }
+    let server = prof::server::start(port)?;
+    println!("listening on {}", server.local_addr());
+    std::io::stdout().flush()?;
+
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut weights = vec![0.5f32; 4096];
+    let mut step = 0u64;
+    while Instant::now() < until {
+        let _step = prof::trace!("Train", step_num = step);
+        {
+            let _t = prof::trace!("load_batch");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        {
+            let _t = prof::trace!("forward");
+            for w in &mut weights {
+                *w = (*w * 1.0001).sin().abs();
+            }
+        }
+        {
+            let _t = prof::trace!("backward");
+            for w in &mut weights {
+                *w -= 0.0001 * *w;
+            }
+        }
+        step += 1;
+    }
+    server.stop();
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! Generates the `tensorflow.ProfilerService` server and client stubs with tonic's
+//! manual builder: the messages are written by hand in `src/proto.rs`, so no `.proto`
+//! file and no `protoc` are needed.
+
+use tonic_build::manual::{Builder, Method, Service};
+
+fn method(name: &str, route: &str, input: &str, output: &str) -> Method {
+    Method::builder()
+        .name(name)
+        .route_name(route)
+        .input_type(format!("crate::proto::{input}"))
+        .output_type(format!("crate::proto::{output}"))
+        .codec_path("tonic_prost::ProstCodec")
+        .build()
+}
+
+fn main() {
+    let service = Service::builder()
+        .name("ProfilerService")
+        .package("tensorflow")
+        .method(method(
+            "profile",
+            "Profile",
+            "ProfileRequest",
+            "ProfileResponse",
+        ))
+        .method(method(
+            "terminate",
+            "Terminate",
+            "TerminateRequest",
+            "TerminateResponse",
+        ))
+        .method(method(
+            "monitor",
+            "Monitor",
+            "MonitorRequest",
+            "MonitorResponse",
+        ))
+        .method(method(
+            "start_continuous_profiling",
+            "StartContinuousProfiling",
+            "ProfileRequest",
+            "ContinuousProfilingResponse",
+        ))
+        .method(method(
+            "stop_continuous_profiling",
+            "StopContinuousProfiling",
+            "StopContinuousProfilingRequest",
+            "StopContinuousProfilingResponse",
+        ))
+        .method(method(
+            "get_snapshot",
+            "GetSnapshot",
+            "GetSnapshotRequest",
+            "ProfileResponse",
+        ))
+        .build();
+    Builder::new().compile(&[service]);
+}

@@ -1,0 +1,381 @@
+//! The ProfilerService server against its client and hand-made requests, on loopback.
+//!
+//! Sessions are process-wide, so every test holds `serial()`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use profiler_core::{schema, session, trace};
+use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured};
+use profiler_remote::proto;
+use profiler_remote::rpc::profiler_service_client::ProfilerServiceClient;
+use profiler_remote::server::{self, ServerHandle};
+use tonic::Code;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = session::stop();
+    guard
+}
+
+/// A thread running annotated "training steps" until dropped (at most 60 s).
+struct Workload {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Workload {
+    fn start() -> Workload {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("trainer".into())
+            .spawn(move || {
+                let until = Instant::now() + Duration::from_secs(60);
+                let mut step = 0i64;
+                while !flag.load(Ordering::Relaxed) && Instant::now() < until {
+                    let _s = trace!("Train", step_num = step);
+                    let _w = trace!("work");
+                    std::thread::sleep(Duration::from_millis(2));
+                    step += 1;
+                }
+            })
+            .expect("spawn");
+        Workload {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn serve() -> (ServerHandle, String) {
+    let server = server::start(0).expect("server");
+    let addr = format!("127.0.0.1:{}", server.local_addr().port());
+    (server, addr)
+}
+
+fn quick(duration_ms: u64) -> CaptureRequest {
+    CaptureRequest {
+        duration_ms,
+        ..CaptureRequest::default()
+    }
+}
+
+async fn raw_client(addr: &str) -> ProfilerServiceClient<tonic::transport::Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    ProfilerServiceClient::new(channel)
+}
+
+/// A request as xprof's capture sends it (no emit_xspace: the server writes).
+fn xprof_like(root: &str, session_id: &str, host: &str, duration_ms: u64) -> proto::ProfileRequest {
+    proto::ProfileRequest {
+        duration_ms,
+        max_events: 1_000_000,
+        tools: vec!["trace_viewer".into(), "xplane.pb".into()],
+        repository_root: root.into(),
+        session_id: session_id.into(),
+        host_name: host.into(),
+        opts: Some(proto::ProfileOptions {
+            version: 1,
+            host_tracer_level: 2,
+            device_tracer_level: 1,
+            duration_ms,
+            ..proto::ProfileOptions::default()
+        }),
+        ..proto::ProfileRequest::default()
+    }
+}
+
+#[test]
+fn emit_xspace_returns_the_capture_and_writes_nothing() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, addr) = serve();
+    let _work = Workload::start();
+    let request = CaptureRequest {
+        repository_root: dir.path().to_string_lossy().into_owned(),
+        ..quick(300)
+    };
+    let captured = runtime()
+        .block_on(client::capture(&addr, &request))
+        .expect("capture");
+    let Captured::Space(space) = captured else {
+        panic!("expected the XSpace in the response")
+    };
+    let profile = profiler_core::Profile::new(*space);
+    assert!(profile.steps().len() > 10, "{:?}", profile.steps());
+    let host = profile
+        .xspace()
+        .plane(schema::HOST_PLANE)
+        .expect("host plane");
+    assert!(host.lines.iter().any(|l| l.name == "trainer"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        0,
+        "nothing written"
+    );
+    assert!(!session::is_running(), "the capture's session ended");
+}
+
+#[test]
+fn without_emit_xspace_the_server_writes_where_tsl_does() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().join("plugins/profile");
+    let (_server, addr) = serve();
+    let _work = Workload::start();
+    let response = runtime().block_on(async {
+        let mut c = raw_client(&addr).await;
+        c.profile(xprof_like(
+            &root.to_string_lossy(),
+            "2026_01_02_03_04_05",
+            "localhost:6009",
+            200,
+        ))
+        .await
+    });
+    let response = response.expect("profile").into_inner();
+    assert!(!response.empty_trace);
+    assert!(response.xspace.is_none());
+    let file = root.join("2026_01_02_03_04_05/localhost_6009.xplane.pb");
+    let space = profiler_export::xplane::read(&file).expect("the file the server wrote");
+    assert!(!profiler_core::Profile::new(space).steps().is_empty());
+}
+
+#[test]
+fn nothing_recorded_is_an_empty_trace() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let mut request = xprof_like("", "s", "h", 100);
+    request.emit_xspace = true;
+    let response = runtime()
+        .block_on(async { raw_client(&addr).await.profile(request).await })
+        .expect("profile")
+        .into_inner();
+    assert!(response.empty_trace);
+}
+
+#[test]
+fn a_second_concurrent_capture_is_refused_as_busy() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    runtime().block_on(async {
+        let first = tokio::spawn({
+            let addr = addr.clone();
+            async move { client::capture(&addr, &quick(1500)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let second = client::capture(&addr, &quick(100)).await;
+        match second {
+            Err(CaptureError::Busy(message)) => {
+                assert!(message.contains(server::BUSY), "{message}")
+            }
+            other => panic!("expected busy, got {other:?}"),
+        }
+        assert!(
+            first.await.expect("join").is_ok(),
+            "the first capture is unharmed"
+        );
+    });
+}
+
+#[test]
+fn terminate_ends_a_capture_early_and_keeps_its_data() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let _work = Workload::start();
+    let started = Instant::now();
+    let response = runtime().block_on(async {
+        let mut request = xprof_like("", "long", "h", 30_000);
+        request.emit_xspace = true;
+        let capture = tokio::spawn({
+            let addr = addr.clone();
+            async move { raw_client(&addr).await.profile(request).await }
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        raw_client(&addr)
+            .await
+            .terminate(proto::TerminateRequest {
+                session_id: "long".into(),
+            })
+            .await
+            .expect("terminate");
+        capture.await.expect("join")
+    });
+    let response = response.expect("profile").into_inner();
+    assert!(started.elapsed() < Duration::from_secs(10), "ended early");
+    let profile = profiler_core::Profile::new(response.xspace.expect("xspace"));
+    assert!(!profile.steps().is_empty(), "what was recorded is kept");
+}
+
+#[test]
+fn names_that_would_leave_the_repository_root_are_refused() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().join("root");
+    let (_server, addr) = serve();
+    let rt = runtime();
+    for (session_id, host) in [
+        ("../escape", "h"),
+        ("a/b", "h"),
+        ("/abs", "h"),
+        ("..", "h"),
+        ("ok", "../../etc/passwd"),
+        ("ok", "a\\b"),
+    ] {
+        let status = rt
+            .block_on(async {
+                raw_client(&addr)
+                    .await
+                    .profile(xprof_like(&root.to_string_lossy(), session_id, host, 50))
+                    .await
+            })
+            .expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{session_id} {host}");
+        assert!(
+            status.message().contains("not a plain name"),
+            "{}",
+            status.message()
+        );
+    }
+    assert!(!root.exists(), "nothing was created");
+}
+
+#[test]
+fn bad_options_are_invalid_arguments_naming_the_problem() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let rt = runtime();
+    let send = |request: proto::ProfileRequest| {
+        rt.block_on(async { raw_client(&addr).await.profile(request).await })
+            .expect_err("refused")
+    };
+    let mut request = xprof_like("r", "s", "h", 50);
+    if let Some(o) = request.opts.as_mut() {
+        o.host_tracer_level = 7;
+    }
+    let status = send(request);
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().contains("host_tracer_level"),
+        "{}",
+        status.message()
+    );
+
+    let mut request = xprof_like("r", "s", "h", 50);
+    if let Some(o) = request.opts.as_mut() {
+        o.advanced_configuration.insert(
+            "gpu_max_bogus".into(),
+            proto::AdvancedConfigValue {
+                value: Some(proto::advanced_config_value::Value::Int64Value(1)),
+            },
+        );
+    }
+    let status = send(request);
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().contains("gpu_max_bogus"),
+        "{}",
+        status.message()
+    );
+
+    let mut request = xprof_like("r", "s", "h", 0);
+    request.duration_ms = 0;
+    assert!(send(request).message().contains("duration_ms"));
+}
+
+#[test]
+fn a_client_that_hangs_up_mid_capture_does_not_wedge_the_server() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let rt = runtime();
+    rt.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("uri")
+            .timeout(Duration::from_millis(300))
+            .connect()
+            .await
+            .expect("connect");
+        let mut request = xprof_like("", "gone", "h", 20_000);
+        request.emit_xspace = true;
+        let status = ProfilerServiceClient::new(channel)
+            .profile(request)
+            .await
+            .expect_err("the client gave up");
+        assert!(
+            matches!(status.code(), Code::Cancelled | Code::DeadlineExceeded),
+            "{status:?}"
+        );
+        // The abandoned capture ends: its session stops (the runtime keeps running
+        // here, so the client's stream reset reaches the server).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while session::is_running() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    assert!(
+        !session::is_running(),
+        "the abandoned capture stopped recording"
+    );
+    let again = rt.block_on(client::capture(&addr, &quick(100)));
+    assert!(again.is_ok(), "{again:?}");
+}
+
+#[test]
+fn an_unreachable_server_and_a_bad_address_say_so() {
+    let _s = serial();
+    let (server, addr) = serve();
+    server.stop();
+    let rt = runtime();
+    match rt.block_on(client::capture_with_retries(&addr, &quick(100), 2)) {
+        Err(e @ CaptureError::Unreachable(_)) => assert!(e.to_string().contains(&addr), "{e}"),
+        other => panic!("expected unreachable, got {other:?}"),
+    }
+    assert!(matches!(
+        rt.block_on(client::capture("nohost", &quick(100))),
+        Err(CaptureError::BadAddress(_))
+    ));
+}
+
+#[test]
+fn unsupported_rpcs_answer_honestly() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut c = raw_client(&addr).await;
+        let monitor = c
+            .monitor(proto::MonitorRequest::default())
+            .await
+            .expect_err("no monitor");
+        assert_eq!(monitor.code(), Code::Unimplemented);
+        let snapshot = c
+            .get_snapshot(proto::GetSnapshotRequest::default())
+            .await
+            .expect_err("no snapshot");
+        assert_eq!(snapshot.code(), Code::NotFound);
+    });
+}
