@@ -220,29 +220,24 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// A task on `rt` that waits `rounds` times for a message sent from outside the
 /// runtime (so any idle worker may pick it up), noting the thread of every poll.
-/// `wrap` instruments it; returns the threads it ran on, in order.
+/// `wrap` instruments it; returns the thread of each of its polls, in order.
 fn pipeline_task<F, W>(rt: &tokio::runtime::Runtime, rounds: usize, wrap: W) -> Vec<String>
 where
     W: FnOnce(Pin<Box<dyn Future<Output = ()> + Send>>) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let note = {
-        let seen = Arc::clone(&seen);
-        move || {
-            let name = std::thread::current().name().unwrap_or("?").to_owned();
-            seen.lock().expect("seen").push(name);
-        }
-    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let body = async move {
-        note();
         for _ in 0..rounds {
             rx.recv().await.expect("message");
-            note();
         }
     };
-    let handle = rt.spawn(wrap(Box::pin(body)));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let noted = NotePolls {
+        inner: Box::pin(body),
+        seen: Arc::clone(&seen),
+    };
+    let handle = rt.spawn(wrap(Box::pin(noted)));
     for _ in 0..rounds {
         std::thread::sleep(std::time::Duration::from_micros(200));
         tx.send(()).expect("send");
@@ -250,6 +245,22 @@ where
     rt.block_on(handle).expect("task");
     let seen = seen.lock().expect("seen").clone();
     seen
+}
+
+/// Notes the thread of every poll of the future it wraps: under load one poll may
+/// take several messages, and a task may be polled without one.
+struct NotePolls {
+    inner: Pin<Box<dyn Future<Output = ()> + Send>>,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Future for NotePolls {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        self.seen.lock().expect("seen").push(name);
+        self.inner.as_mut().poll(cx)
+    }
 }
 
 #[test]

@@ -185,9 +185,13 @@ fn a_second_concurrent_capture_is_refused_as_busy() {
     runtime().block_on(async {
         let first = tokio::spawn({
             let addr = addr.clone();
-            async move { client::capture(&addr, &quick(1500)).await }
+            async move { client::capture(&addr, &quick(3000)).await }
         });
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Bounded wait for the first capture to be recording.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !session::is_running() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let second = client::capture(&addr, &quick(100)).await;
         match second {
             Err(CaptureError::Busy(message)) => {
@@ -215,7 +219,11 @@ fn terminate_ends_a_capture_early_and_keeps_its_data() {
             let addr = addr.clone();
             async move { raw_client(&addr).await.profile(request).await }
         });
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !session::is_running() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
         raw_client(&addr)
             .await
             .terminate(proto::TerminateRequest {
