@@ -586,7 +586,8 @@ def main(argv=None) -> int:
             if steps.labels:
                 nums = steps.numbers
                 if all(n is not None for n in nums):
-                    print(f"  step numbers: {nums}")
+                    shown = nums if len(nums) <= 20 else nums[:20] + ["..."]
+                    print(f"  step numbers: {shown}")
                 print(f"  step labels: {_fmt_list(steps.labels[:20])}" + (" ..." if len(steps.labels) > 20 else ""))
             if len(steps.labels) < args.min_steps:
                 failures.append(
