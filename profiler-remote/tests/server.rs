@@ -387,3 +387,83 @@ fn unsupported_rpcs_answer_honestly() {
         assert_eq!(snapshot.code(), Code::NotFound);
     });
 }
+
+#[test]
+fn the_delay_is_honoured_through_start_timestamp_ns() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let asked = std::time::SystemTime::now();
+    let request = CaptureRequest {
+        delay_ms: 600,
+        ..quick(100)
+    };
+    let Ok(Captured::Space(space)) = runtime().block_on(client::capture(&addr, &request)) else {
+        panic!("capture failed")
+    };
+    let env = space
+        .plane(schema::TASK_ENV_PLANE)
+        .expect("task environment");
+    let start_ns = env
+        .stats
+        .iter()
+        .find(|s| {
+            env.stat_metadata
+                .get(&s.metadata_id)
+                .map(|m| m.name.as_str())
+                == Some(schema::PROFILE_START_TIME)
+        })
+        .and_then(|s| match s.value {
+            Some(profiler_core::xspace::XStatValue::Uint64(v)) => Some(v),
+            _ => None,
+        })
+        .expect("profile_start_time");
+    let asked_ns = asked
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as u64;
+    assert!(
+        start_ns >= asked_ns + 550_000_000,
+        "recording began {} ms after the request",
+        (start_ns.saturating_sub(asked_ns)) / 1_000_000
+    );
+}
+
+#[test]
+fn capture_profile_writes_one_file_per_host_and_names_the_host_that_failed() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, good) = serve();
+    let (gone, bad) = serve();
+    gone.stop();
+    let _work = Workload::start();
+    let logdir = dir.path().join("logs");
+    let status = profiler_remote::cli::main(
+        [
+            format!("{good},{bad}"),
+            "--duration-ms".into(),
+            "300".into(),
+            "--attempts".into(),
+            "1".into(),
+            "--logdir".into(),
+            logdir.to_string_lossy().into_owned(),
+        ]
+        .into(),
+    );
+    assert_eq!(status, 1, "one host failed");
+    let files: Vec<_> = std::fs::read_dir(logdir.join("plugins/profile"))
+        .expect("run dir")
+        .flat_map(|run| std::fs::read_dir(run.expect("run").path()).expect("files"))
+        .map(|f| f.expect("file").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, [format!("{}.xplane.pb", good.replace(':', "_"))]);
+}
+
+#[test]
+fn unknown_fields_from_newer_clients_are_ignored() {
+    use prost::Message as _;
+    let mut bytes = xprof_like("r", "s", "h", 100).encode_to_vec();
+    // Field 99 (varint 1), as a newer client might send.
+    bytes.extend_from_slice(&[0x98, 0x06, 0x01]);
+    let decoded = proto::ProfileRequest::decode(bytes.as_slice()).expect("decodes");
+    assert_eq!(decoded, xprof_like("r", "s", "h", 100));
+}
