@@ -33,6 +33,10 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001
         print(f"xprof_capture: cannot import xprof ({type(e).__name__}: {e})", file=sys.stderr)
         return 2
+    # xprof's native client prints progress on stdout; keep stdout for the path.
+    sys.stdout.flush()
+    saved_stdout = os.dup(1)
+    os.dup2(2, 1)
     options = {"host_tracer_level": 2, "device_tracer_level": 1, "python_tracer_level": 0, "delay_ms": 0}
     try:
         # (service_addr, logdir, worker_list, include_dataset_ops, duration_ms,
@@ -43,6 +47,9 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001
         print(f"xprof_capture: FAIL: xprof's capture from {args.address}: {e}", file=sys.stderr)
         return 1
+    finally:
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
     files = sorted(glob.glob(os.path.join(args.logdir, "plugins", "profile", "*", "*.xplane.pb")))
     if not files:
         print(f"xprof_capture: FAIL: the capture wrote no .xplane.pb under {args.logdir}", file=sys.stderr)
