@@ -16,51 +16,13 @@
 #![allow(clippy::print_stdout)]
 
 use std::error::Error;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tracing::Instrument as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-struct Args {
-    logdir: PathBuf,
-    steps: u32,
-    loaders: u32,
-    host_tracer_level: u32,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        logdir: PathBuf::from("logs"),
-        steps: 20,
-        loaders: 3,
-        host_tracer_level: 2,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let mut number = |flag: &str| -> Result<u32, String> {
-            let v = value()?;
-            v.parse().map_err(|_| format!("{flag} {v}: not a number"))
-        };
-        match flag.as_str() {
-            "--logdir" => args.logdir = PathBuf::from(value()?),
-            "--steps" => args.steps = number("--steps")?,
-            "--loaders" => args.loaders = number("--loaders")?.max(1),
-            "--host-tracer-level" => args.host_tracer_level = number("--host-tracer-level")?,
-            "-h" | "--help" => {
-                println!(
-                    "usage: async_pipeline [--logdir DIR] [--steps N] [--loaders N] \
-                     [--host-tracer-level L]"
-                );
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other}; try --help")),
-        }
-    }
-    Ok(args)
-}
+mod common;
 
 /// A decoded batch: what the training step consumes.
 struct Batch {
@@ -136,7 +98,19 @@ fn train_step(weights: &mut [f32], batch: &Batch) -> f32 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let args = parse_args()?;
+    let (mut loaders, mut host_tracer_level) = (3u32, 2u32);
+    let args = common::parse_args(
+        "async_pipeline [--logdir DIR] [--steps N] [--loaders N] [--host-tracer-level L]",
+        20,
+        |flag, value| {
+            match flag {
+                "--loaders" => loaders = common::number(flag, value)?.max(1),
+                "--host-tracer-level" => host_tracer_level = common::number(flag, value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        },
+    )?;
     tracing_subscriber::registry()
         .with(prof::ProfilerLayer::new())
         .init();
@@ -151,13 +125,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         .enable_time()
         .build()?;
 
-    let options = prof::ProfileOptions::default().host_tracer_level(args.host_tracer_level);
+    let options = prof::ProfileOptions::default().host_tracer_level(host_tracer_level);
     prof::start(&args.logdir, options)?;
 
     // Batches arrive in whatever order the loaders finish them; two may wait.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(2);
-    for l in 0..args.loaders {
-        runtime.spawn(loader(l, args.loaders, args.steps, tx.clone()));
+    for l in 0..loaders {
+        runtime.spawn(loader(l, loaders, args.steps, tx.clone()));
     }
     drop(tx);
 
@@ -175,7 +149,6 @@ fn main() -> Result<(), Box<dyn Error>> {
     runtime.shutdown_timeout(Duration::from_secs(5));
 
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
-    let file = profile.files().first().ok_or("no file was written")?;
     let host = profile
         .xspace()
         .plane(prof::schema::HOST_PLANE)
@@ -186,21 +159,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         .filter(|l| l.name.starts_with("Tasks"))
         .map(|l| l.events.len())
         .sum();
-    println!("profile written to {}", file.display());
-    println!(
-        "  {} steps, {} events on {} lines, {} async tasks",
+    let stats = format!(
+        "{} steps, {} events on {} lines, {tasks} async tasks",
         profile.steps().len(),
         profile.event_count(),
-        host.lines.len(),
-        tasks
+        host.lines.len()
     );
-    for warning in profile.warnings() {
-        println!("  warning: {warning}");
-    }
-    println!(
-        "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
-        args.logdir.display(),
-        args.logdir.display()
-    );
+    common::report(&profile, &args.logdir, &stats)?;
     Ok(())
 }

@@ -16,7 +16,6 @@
 #![allow(clippy::print_stdout)]
 
 use std::error::Error;
-use std::path::PathBuf;
 
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{VarBuilder, VarMap};
@@ -24,36 +23,7 @@ use tracing::{span, Level, Span};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-struct Args {
-    logdir: PathBuf,
-    steps: u32,
-}
-
-fn parse_args() -> std::result::Result<Args, String> {
-    let mut args = Args {
-        logdir: PathBuf::from("logs"),
-        steps: 10,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--logdir" => args.logdir = PathBuf::from(value()?),
-            "--steps" => {
-                let v = value()?;
-                args.steps = v
-                    .parse()
-                    .map_err(|_| format!("--steps {v}: not a number"))?;
-            }
-            "-h" | "--help" => {
-                println!("usage: candle_layers [--logdir DIR] [--steps N]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other}; try --help")),
-        }
-    }
-    Ok(args)
-}
+mod common;
 
 type Result<T> = candle_core::Result<T>;
 
@@ -245,7 +215,9 @@ impl Model {
 }
 
 fn main() -> std::result::Result<(), Box<dyn Error>> {
-    let args = parse_args()?;
+    let args = common::parse_args("candle_layers [--logdir DIR] [--steps N]", 10, |_, _| {
+        Ok(false)
+    })?;
     tracing_subscriber::registry()
         .with(prof::ProfilerLayer::new())
         .init();
@@ -268,21 +240,12 @@ fn main() -> std::result::Result<(), Box<dyn Error>> {
     }
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
 
-    let file = profile.files().first().ok_or("no file was written")?;
-    println!("profile written to {}", file.display());
-    println!(
-        "  {} steps, {} events; generated tokens {:?}",
+    let stats = format!(
+        "{} steps, {} events; generated tokens {:?}",
         profile.steps().len(),
         profile.event_count(),
         &tokens[4..]
     );
-    for warning in profile.warnings() {
-        println!("  warning: {warning}");
-    }
-    println!(
-        "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
-        args.logdir.display(),
-        args.logdir.display()
-    );
+    common::report(&profile, &args.logdir, &stats)?;
     Ok(())
 }

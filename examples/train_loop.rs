@@ -10,40 +10,10 @@
 #![allow(clippy::print_stdout)]
 
 use std::error::Error;
-use std::path::PathBuf;
 
 use candle_core::{DType, Device, Tensor, Var};
 
-struct Args {
-    logdir: PathBuf,
-    steps: u32,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        logdir: PathBuf::from("logs"),
-        steps: 20,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--logdir" => args.logdir = PathBuf::from(value()?),
-            "--steps" => {
-                let v = value()?;
-                args.steps = v
-                    .parse()
-                    .map_err(|_| format!("--steps {v}: not a number"))?;
-            }
-            "-h" | "--help" => {
-                println!("usage: train_loop [--logdir DIR] [--steps N]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other}; try --help")),
-        }
-    }
-    Ok(args)
-}
+mod common;
 
 /// A two-layer perceptron regressing random targets.
 struct Mlp {
@@ -81,7 +51,9 @@ impl Mlp {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let args = parse_args()?;
+    let args = common::parse_args("train_loop [--logdir DIR] [--steps N]", 20, |_, _| {
+        Ok(false)
+    })?;
     let device = Device::Cpu;
     let (batch, inputs, hidden) = (64, 128, 256);
     let model = Mlp::new(inputs, hidden, &device)?;
@@ -117,32 +89,17 @@ fn main() -> Result<(), Box<dyn Error>> {
         let loss = loss.to_dtype(DType::F32)?.to_scalar::<f32>()?;
         step_trace.set_metadata("loss", loss);
     }
-    let profile = match prof::stop() {
-        Ok(profile) => profile,
-        Err(e) => {
-            eprintln!("{e}");
-            return Err(e.into());
-        }
-    };
+    let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
 
-    let file = profile.files().first().ok_or("no file was written")?;
-    println!("profile written to {}", file.display());
-    println!(
-        "  {} steps, {} events on {} thread(s)",
+    let threads = profile
+        .xspace()
+        .plane(prof::schema::HOST_PLANE)
+        .map_or(0, |p| p.lines.len());
+    let stats = format!(
+        "{} steps, {} events on {threads} thread(s)",
         profile.steps().len(),
-        profile.event_count(),
-        profile
-            .xspace()
-            .plane(prof::schema::HOST_PLANE)
-            .map_or(0, |p| p.lines.len())
+        profile.event_count()
     );
-    for warning in profile.warnings() {
-        println!("  warning: {warning}");
-    }
-    println!(
-        "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
-        args.logdir.display(),
-        args.logdir.display()
-    );
+    common::report(&profile, &args.logdir, &stats)?;
     Ok(())
 }

@@ -31,7 +31,7 @@ impl RunDir {
         let base = logdir.join(PROFILE_PLUGIN_DIR);
         fs::create_dir_all(&base)
             .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
-        let stamp = chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string();
+        let stamp = run_name();
         for n in 0..1000u32 {
             let name = if n == 0 {
                 stamp.clone()
@@ -61,6 +61,12 @@ impl RunDir {
         self.path
             .join(format!("{}.xplane.pb", host_file_stem(host)))
     }
+}
+
+/// A run's name for now, as TSL names runs (and capture clients name sessions):
+/// `%Y_%m_%d_%H_%M_%S` in local time.
+pub fn run_name() -> String {
+    chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string()
 }
 
 /// The file stem XProf shows as the host: `:` becomes `_` as in TSL; path separators

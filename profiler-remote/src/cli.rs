@@ -34,32 +34,12 @@ options:
 exit status: 0 when every host was captured, 1 when one failed, 2 on bad usage";
 
 /// Parsed command line.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 struct Args {
     addresses: Vec<String>,
     logdir: PathBuf,
     attempts: u32,
     request: CaptureRequest,
-}
-
-impl PartialEq for CaptureRequest {
-    fn eq(&self, other: &Self) -> bool {
-        (
-            self.duration_ms,
-            self.delay_ms,
-            self.host_tracer_level,
-            self.device_tracer_level,
-            self.python_tracer_level,
-            &self.advanced_configuration,
-        ) == (
-            other.duration_ms,
-            other.delay_ms,
-            other.host_tracer_level,
-            other.device_tracer_level,
-            other.python_tracer_level,
-            &other.advanced_configuration,
-        )
-    }
 }
 
 fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
@@ -120,6 +100,11 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
         return Err("--duration-ms must be more than 0".into());
     }
     request.advanced_configuration = advanced;
+    // Where a server that ignores emit_xspace writes on its side, as xprof's client asks.
+    request.repository_root = logdir
+        .join(profiler_export::logdir::PROFILE_PLUGIN_DIR)
+        .to_string_lossy()
+        .into_owned();
     Ok(Some(Args {
         addresses,
         logdir,
@@ -330,6 +315,7 @@ mod tests {
             Some(&ConfigValue::Bool(true))
         );
         assert_eq!(a.logdir, PathBuf::from("logs"));
+        assert_eq!(a.request.repository_root, "logs/plugins/profile");
     }
 
     #[test]

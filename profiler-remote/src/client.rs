@@ -47,8 +47,8 @@ impl Default for CaptureRequest {
             device_tracer_level: 1,
             python_tracer_level: 0,
             advanced_configuration: BTreeMap::new(),
-            session_id: chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string(),
-            repository_root: "logs/plugins/profile".into(),
+            session_id: profiler_export::logdir::run_name(),
+            repository_root: format!("logs/{}", profiler_export::logdir::PROFILE_PLUGIN_DIR),
         }
     }
 }

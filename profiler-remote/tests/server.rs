@@ -60,6 +60,14 @@ impl Drop for Workload {
     }
 }
 
+/// Waits (at most 10 s) until `done` holds, without blocking the runtime.
+async fn wait_until(done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -187,11 +195,7 @@ fn a_second_concurrent_capture_is_refused_as_busy() {
             let addr = addr.clone();
             async move { client::capture(&addr, &quick(3000)).await }
         });
-        // Bounded wait for the first capture to be recording.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !session::is_running() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_until(session::is_running).await;
         let second = client::capture(&addr, &quick(100)).await;
         match second {
             Err(CaptureError::Busy(message)) => {
@@ -219,10 +223,7 @@ fn terminate_ends_a_capture_early_and_keeps_its_data() {
             let addr = addr.clone();
             async move { raw_client(&addr).await.profile(request).await }
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !session::is_running() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_until(session::is_running).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         raw_client(&addr)
             .await
@@ -339,10 +340,7 @@ fn a_client_that_hangs_up_mid_capture_does_not_wedge_the_server() {
         );
         // The abandoned capture ends: its session stops (the runtime keeps running
         // here, so the client's stream reset reaches the server).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while session::is_running() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_until(|| !session::is_running()).await;
     });
     assert!(
         !session::is_running(),

@@ -107,54 +107,33 @@ def run_worker(xplane: str, outdir: str) -> int:
     with open(os.path.join(outdir, TOOL_NAMES_FILE), "w") as f:
         json.dump(names, f)
 
-    # 2. trace_viewer (legacy, non-streaming): raw Trace proto turned into
-    #    Chrome trace JSON by raw_to_tool_data.process_raw_trace.
-    params = {
+    def convert(tool: str, params: dict, out_name: str) -> None:
+        """Runs one converter as TensorBoard does; saves its output or its error."""
+        try:
+            data, _ = raw_to_tool_data.xspace_to_tool_data([xplane], tool, params)
+        except Exception as e:  # noqa: BLE001
+            data = None
+            errors[tool] = f"{type(e).__name__}: {e}"
+        if data is None:
+            # The lower-level binding says why; the plugin wrapper only returns None.
+            flat = {**params.get("trace_viewer_options", {}), "use_saved_result": False}
+            errors.setdefault(tool, _pywrap_error(xplane, tool, flat))
+        else:
+            with open(os.path.join(outdir, out_name), "wb") as f:
+                f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+    trace_params = {
         "use_saved_result": False,
         "trace_viewer_options": dict(TRACE_VIEWER_OPTIONS),
     }
-    try:
-        data, _ = raw_to_tool_data.xspace_to_tool_data([xplane], "trace_viewer", params)
-    except Exception as e:  # noqa: BLE001
-        data = None
-        errors["trace_viewer"] = f"{type(e).__name__}: {e}"
-    if data is None:
-        errors.setdefault(
-            "trace_viewer",
-            _pywrap_error(xplane, "trace_viewer", {**TRACE_VIEWER_OPTIONS, "use_saved_result": False}),
-        )
-    else:
-        with open(os.path.join(outdir, TRACE_FILE), "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-
+    # 2. trace_viewer (legacy, non-streaming): raw Trace proto turned into
+    #    Chrome trace JSON by raw_to_tool_data.process_raw_trace.
+    convert("trace_viewer", trace_params, TRACE_FILE)
     # 2b. trace_viewer@ (streaming; what TensorBoard's Profile tab loads): the
     #     only output that carries flow arrows (`bind_id`, `flow_in`, `flow_out`).
-    try:
-        data, _ = raw_to_tool_data.xspace_to_tool_data([xplane], "trace_viewer@", params)
-    except Exception as e:  # noqa: BLE001
-        data = None
-        errors["trace_viewer@"] = f"{type(e).__name__}: {e}"
-    if data is None:
-        errors.setdefault("trace_viewer@", "no data from xprof")
-    else:
-        with open(os.path.join(outdir, STREAM_TRACE_FILE), "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-
+    convert("trace_viewer@", trace_params, STREAM_TRACE_FILE)
     # 3. overview_page: JSON (a list of Google-Charts DataTables) in 2.24.2.
-    try:
-        data, _ = raw_to_tool_data.xspace_to_tool_data(
-            [xplane], "overview_page", {"use_saved_result": False}
-        )
-    except Exception as e:  # noqa: BLE001
-        data = None
-        errors["overview_page"] = f"{type(e).__name__}: {e}"
-    if data is None:
-        errors.setdefault(
-            "overview_page", _pywrap_error(xplane, "overview_page", {"use_saved_result": False})
-        )
-    else:
-        with open(os.path.join(outdir, OVERVIEW_FILE), "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    convert("overview_page", {"use_saved_result": False}, OVERVIEW_FILE)
 
     with open(os.path.join(outdir, ERRORS_FILE), "w") as f:
         json.dump(errors, f)

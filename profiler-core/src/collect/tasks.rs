@@ -80,22 +80,29 @@ struct Task {
     id: u64,
     polls: Vec<Poll>,
     closed: bool,
+    /// Distinct threads (lines) the polls ran on.
+    threads: usize,
 }
 
 impl Task {
+    fn new(id: u64, polls: Vec<Poll>, closed: bool) -> Task {
+        let mut lines: Vec<usize> = polls.iter().map(|p| p.line).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        Task {
+            id,
+            polls,
+            closed,
+            threads: lines.len(),
+        }
+    }
+
     fn is_prof_future(&self) -> bool {
         self.id & PROF_TASK != 0
     }
 
-    fn threads(&self) -> usize {
-        let mut lines: Vec<usize> = self.polls.iter().map(|p| p.line).collect();
-        lines.sort_unstable();
-        lines.dedup();
-        lines.len()
-    }
-
     fn is_task(&self) -> bool {
-        self.polls.len() > 1 && (self.is_prof_future() || self.closed || self.threads() > 1)
+        self.polls.len() > 1 && (self.is_prof_future() || self.closed || self.threads > 1)
     }
 }
 
@@ -135,7 +142,7 @@ pub(super) fn link(
             closes.sort_unstable();
             split_at_closes(polls, &closes)
                 .into_iter()
-                .map(move |(polls, closed)| Task { id, polls, closed })
+                .map(move |(polls, closed)| Task::new(id, polls, closed))
         })
         .filter(Task::is_task)
         .collect();
@@ -237,7 +244,7 @@ fn lifetime(lines: &[LineBuilder<'_>], plane: &mut PlaneBuilder, task: &Task) ->
             ("busy_ns", busy / 1000),
             ("idle_ns", lifetime / 1000 - busy / 1000),
             ("polls", polls.len() as i64),
-            ("threads", task.threads() as i64),
+            ("threads", task.threads as i64),
         ]
         .into_iter()
         .map(|(name, value)| plane.stat(name, XStatValue::Int64(value))),
