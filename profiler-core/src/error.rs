@@ -18,6 +18,10 @@ pub enum ErrorKind {
     FailedPrecondition,
     /// Reading or writing files failed.
     Io,
+    /// A peer (an OTLP collector, a profiler server) could not be reached.
+    Unavailable,
+    /// A peer did not answer within the stated timeout.
+    DeadlineExceeded,
 }
 
 impl fmt::Display for ErrorKind {
@@ -27,6 +31,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::AlreadyExists => "AlreadyExists",
             ErrorKind::FailedPrecondition => "FailedPrecondition",
             ErrorKind::Io => "Io",
+            ErrorKind::Unavailable => "Unavailable",
+            ErrorKind::DeadlineExceeded => "DeadlineExceeded",
         })
     }
 }

@@ -1,8 +1,8 @@
 //! Atomic file writes: a temporary file in the same directory, then a rename.
 
 use std::fs;
-use std::io::{self, Write};
-use std::path::Path;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` atomically: readers see the old file or the whole new one.
 ///
@@ -10,6 +10,37 @@ use std::path::Path;
 /// The I/O error of creating, writing, syncing or renaming the temporary file; the
 /// temporary file is removed on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_streaming(path, |out| out.write_all(bytes))
+}
+
+/// Streams a file into place atomically: `write` fills a buffered temporary file in
+/// the same directory, which is renamed to `path` once complete. Exporters use it so
+/// that a large trace never has to be built in memory.
+///
+/// # Errors
+/// The error of `write`, or of creating, syncing or renaming the temporary file; the
+/// temporary file is removed on failure.
+pub fn write_streaming<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<T>,
+) -> io::Result<T> {
+    let tmp = temporary_path(path)?;
+    let result = (|| {
+        let mut out = BufWriter::with_capacity(1 << 16, fs::File::create(&tmp)?);
+        let value = write(&mut out)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        Ok(value)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `.name.tmp-<pid>` beside `path`: hidden, and distinct per process.
+fn temporary_path(path: &Path) -> io::Result<PathBuf> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()
@@ -17,17 +48,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
     tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    Ok(dir.join(tmp_name))
 }
 
 #[cfg(test)]
@@ -46,6 +67,19 @@ mod tests {
             .map(|e| e.expect("entry").file_name())
             .collect();
         assert_eq!(names, [std::ffi::OsString::from("a.xplane.pb")]);
+    }
+
+    #[test]
+    fn a_failed_stream_leaves_neither_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.pftrace");
+        let err = write_streaming(&path, |out| {
+            out.write_all(b"partial")?;
+            Err::<(), _>(io::Error::other("visitor failed"))
+        })
+        .expect_err("fails");
+        assert_eq!(err.to_string(), "visitor failed");
+        assert_eq!(fs::read_dir(dir.path()).expect("list").count(), 0);
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //! [`Profile`]: profiler_core::Profile
 
 pub mod atomic;
+pub mod chrome;
 pub mod logdir;
+pub mod perfetto;
+pub mod timeline;
 pub mod xplane;
 
 pub use logdir::{write_logdir, RunDir};

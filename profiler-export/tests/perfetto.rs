@@ -1,0 +1,193 @@
+//! The Perfetto trace, read back with the same schema: the rules the trace processor
+//! applies. CI also decodes it with Perfetto's own `perfetto_trace_pb2`.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+
+use profiler_export::perfetto::{self, proto};
+use prost::Message;
+
+fn trace() -> (proto::Trace, profiler_export::timeline::Totals) {
+    let mut bytes = Vec::new();
+    let totals = perfetto::write_to(&support::space(), &mut bytes).expect("write");
+    (
+        proto::Trace::decode(bytes.as_slice()).expect("a Trace"),
+        totals,
+    )
+}
+
+#[test]
+fn sequence_state_is_cleared_first_and_needed_after() {
+    let (trace, _) = trace();
+    let first = &trace.packet[0];
+    assert_eq!(
+        first.sequence_flags,
+        Some(proto::SEQ_INCREMENTAL_STATE_CLEARED)
+    );
+    assert!(first.clock_snapshot.is_some());
+    for (i, p) in trace.packet.iter().enumerate() {
+        assert_eq!(p.trusted_packet_sequence_id, Some(1), "packet {i}");
+        if p.track_event.is_some() {
+            assert_eq!(
+                p.sequence_flags,
+                Some(proto::SEQ_NEEDS_INCREMENTAL_STATE),
+                "packet {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tracks_and_interned_ids_are_defined_before_use() {
+    let (trace, _) = trace();
+    let mut tracks = HashSet::new();
+    let (mut names, mut cats, mut args) = (HashSet::new(), HashSet::new(), HashSet::new());
+    for (i, p) in trace.packet.iter().enumerate() {
+        if let Some(d) = &p.interned_data {
+            names.extend(d.event_names.iter().map(|n| n.iid.expect("iid")));
+            cats.extend(d.event_categories.iter().map(|n| n.iid.expect("iid")));
+            args.extend(d.debug_annotation_names.iter().map(|n| n.iid.expect("iid")));
+        }
+        if let Some(t) = &p.track_descriptor {
+            if let Some(parent) = t.parent_uuid {
+                assert!(
+                    tracks.contains(&parent),
+                    "packet {i}: parent {parent} undeclared"
+                );
+            }
+            assert!(
+                tracks.insert(t.uuid.expect("uuid")),
+                "packet {i}: uuid declared twice"
+            );
+        }
+        if let Some(e) = &p.track_event {
+            assert!(
+                tracks.contains(&e.track_uuid.expect("track")),
+                "packet {i}: track undeclared"
+            );
+            if let Some(n) = e.name_iid {
+                assert!(names.contains(&n), "packet {i}: name iid {n} undefined");
+            }
+            assert!(
+                e.category_iids.iter().all(|c| cats.contains(c)),
+                "packet {i}"
+            );
+            assert!(
+                e.debug_annotations
+                    .iter()
+                    .all(|a| args.contains(&a.name_iid.expect("name"))),
+                "packet {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn slices_balance_flows_pair_and_counters_have_values() {
+    let (trace, totals) = trace();
+    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
+    let (mut slices, mut duration_ns, mut counters) = (0u64, 0i64, 0u64);
+    let (mut outs, mut ins) = (HashSet::new(), HashSet::new());
+    for p in &trace.packet {
+        let Some(e) = &p.track_event else { continue };
+        let ts = p.timestamp.expect("timestamp");
+        assert!(ts >= support::START_UNIX_NS, "absolute Unix nanoseconds");
+        let track = e.track_uuid.expect("track");
+        match e.r#type.expect("type") {
+            proto::TYPE_SLICE_BEGIN => open.entry(track).or_default().push(ts),
+            proto::TYPE_SLICE_END => {
+                let begin = open
+                    .get_mut(&track)
+                    .and_then(Vec::pop)
+                    .expect("END without BEGIN");
+                duration_ns += (ts - begin) as i64;
+                slices += 1;
+            }
+            proto::TYPE_INSTANT => slices += 1,
+            proto::TYPE_COUNTER => {
+                assert!(e.counter_value.is_some() || e.double_counter_value.is_some());
+                counters += 1;
+            }
+            t => panic!("unexpected type {t}"),
+        }
+        outs.extend(e.flow_ids.iter().copied());
+        ins.extend(e.terminating_flow_ids.iter().copied());
+    }
+    assert!(
+        open.values().all(Vec::is_empty),
+        "unclosed slices: {open:?}"
+    );
+    assert_eq!(slices, support::SLICES);
+    assert_eq!(slices, totals.slices);
+    assert_eq!(duration_ns, support::DURATION_NS);
+    assert_eq!(counters, support::COUNTER_SAMPLES);
+    assert_eq!(outs, ins);
+    assert_eq!(outs.len() as u64, support::FLOWS);
+}
+
+#[test]
+fn processes_threads_and_names_come_through() {
+    let (trace, _) = trace();
+    let processes: Vec<_> = trace
+        .packet
+        .iter()
+        .filter_map(|p| {
+            p.track_descriptor
+                .as_ref()?
+                .process
+                .as_ref()?
+                .process_name
+                .clone()
+        })
+        .collect();
+    assert_eq!(processes, ["/host:CPU", "/device:GPU:0"]);
+    let threads: Vec<_> = trace
+        .packet
+        .iter()
+        .filter_map(|p| {
+            p.track_descriptor
+                .as_ref()?
+                .thread
+                .as_ref()?
+                .thread_name
+                .clone()
+        })
+        .collect();
+    assert_eq!(
+        threads,
+        ["main", "worker", "io", "io (2)", "Stream #7(Kernel)"]
+    );
+    let names: Vec<_> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.interned_data.as_ref())
+        .flat_map(|d| d.event_names.iter().filter_map(|n| n.name.clone()))
+        .collect();
+    assert!(names.contains(&"gemm_kernel".to_owned()), "{names:?}");
+    // The train step's first packet: absolute start, its step number as an argument.
+    let step = trace
+        .packet
+        .iter()
+        .find(|p| {
+            p.track_event
+                .as_ref()
+                .is_some_and(|e| e.name_iid == Some(1))
+        })
+        .expect("first event");
+    assert_eq!(step.timestamp, Some(support::START_UNIX_NS + 1000));
+    let annotation = &step.track_event.as_ref().expect("event").debug_annotations[0];
+    assert_eq!(annotation.value, Some(proto::AnnotationValue::Int(3)));
+}
+
+#[test]
+fn written_atomically_and_errors_name_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.pftrace");
+    let totals = perfetto::write(&support::space(), &path).expect("write");
+    assert_eq!(totals.slices, support::SLICES);
+    assert!(proto::Trace::decode(std::fs::read(&path).expect("read").as_slice()).is_ok());
+    let err = perfetto::write(&support::space(), &dir.path().join("no/such/t.pftrace"))
+        .expect_err("missing directory");
+    assert!(err.to_string().contains("no/such"), "{err}");
+}
