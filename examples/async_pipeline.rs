@@ -126,7 +126,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .build()?;
 
     let options = prof::ProfileOptions::default().host_tracer_level(host_tracer_level);
-    prof::start(&args.logdir, options)?;
+    prof::start(&args.logdir, args.options(options))?;
 
     // Batches arrive in whatever order the loaders finish them; two may wait.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(2);
@@ -165,6 +165,6 @@ fn main() -> Result<(), Box<dyn Error>> {
         profile.event_count(),
         host.lines.len()
     );
-    common::report(&profile, &args.logdir, &stats)?;
+    common::report(&profile, &args, &stats)?;
     Ok(())
 }

@@ -227,7 +227,7 @@ fn main() -> std::result::Result<(), Box<dyn Error>> {
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
     let model = Model::new(vocab, dim, layers, heads, vb)?;
 
-    prof::start(&args.logdir, prof::ProfileOptions::default())?;
+    prof::start(&args.logdir, args.options(prof::ProfileOptions::default()))?;
     // Greedy generation: each step runs the whole prompt and appends one token.
     let mut tokens: Vec<u32> = vec![1, 17, 42, 7];
     for step in 0..args.steps {
@@ -246,6 +246,6 @@ fn main() -> std::result::Result<(), Box<dyn Error>> {
         profile.event_count(),
         &tokens[4..]
     );
-    common::report(&profile, &args.logdir, &stats)?;
+    common::report(&profile, &args, &stats)?;
     Ok(())
 }

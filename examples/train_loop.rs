@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     // A fixed pool of batches: a step whose batch was produced before is a cache hit.
     let mut cache: Vec<(Tensor, Tensor)> = Vec::new();
 
-    prof::start(&args.logdir, prof::ProfileOptions::default())?;
+    prof::start(&args.logdir, args.options(prof::ProfileOptions::default()))?;
     for step in 0..args.steps {
         let step_trace = prof::trace!("Train", step_num = step);
         let (x, y) = {
@@ -100,6 +100,6 @@ fn main() -> Result<(), Box<dyn Error>> {
         profile.steps().len(),
         profile.event_count()
     );
-    common::report(&profile, &args.logdir, &stats)?;
+    common::report(&profile, &args, &stats)?;
     Ok(())
 }

@@ -51,10 +51,11 @@ use std::path::{Path, PathBuf};
 pub use profiler_core::ProfilerLayer;
 pub use profiler_core::{options, schema, xspace};
 pub use profiler_core::{
-    set_metadata, trace, AsValue, ConfigValue, Error, ErrorKind, Profile, ProfileOptions, Result,
-    Trace, Value,
+    set_metadata, trace, AsValue, ConfigValue, Error, ErrorKind, ExportFormat, Profile,
+    ProfileOptions, Result, Trace, Value,
 };
 pub use profiler_export as export;
+pub use profiler_export::ProfileExport;
 pub use profiler_macros::instrument;
 /// Capturing from a `tensorflow.ProfilerService` server (prof's, JAX's, TensorFlow's).
 #[cfg(feature = "remote")]
@@ -73,7 +74,8 @@ pub mod __private {
 
 /// Starts profiling into `logdir`, as `tf.profiler.experimental.start(logdir)` and
 /// `jax.profiler.start_trace(log_dir)` do. The profile is written when [`stop`] is
-/// called, or on its own after `options.duration_ms` if that is set.
+/// called, or on its own after `options.duration_ms` if that is set: its `.xplane.pb`,
+/// and beside it each of `options.export_formats` (Perfetto, Chrome JSON).
 ///
 /// # Errors
 /// [`ErrorKind::InvalidArgument`] for invalid options or a logdir that cannot be
@@ -84,7 +86,8 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     // is created on disk.
     options.validate()?;
     export::logdir::prepare(&logdir)?;
-    profiler_core::session::start(options, Some(writer(logdir)))
+    let formats = options.export_formats.clone();
+    profiler_core::session::start(options, Some(writer(logdir, formats)))
 }
 
 /// Stops the session, writes its logdir run and returns the profile.
@@ -99,8 +102,8 @@ pub fn stop() -> Result<Profile> {
     profiler_core::session::stop()
 }
 
-fn writer(logdir: PathBuf) -> profiler_core::session::Finisher {
-    Box::new(move |profile| export::write_logdir(&logdir, profile))
+fn writer(logdir: PathBuf, formats: Vec<ExportFormat>) -> profiler_core::session::Finisher {
+    Box::new(move |profile| export::logdir::write_logdir_formats(&logdir, profile, &formats))
 }
 
 /// A session that stops and writes its logdir when dropped.

@@ -63,5 +63,5 @@ pub use error::{Error, ErrorKind, Result};
 pub use field::{AsValue, Value};
 #[cfg(feature = "tracing")]
 pub use layer::ProfilerLayer;
-pub use options::{ConfigValue, ProfileOptions};
+pub use options::{ConfigValue, ExportFormat, ProfileOptions};
 pub use profile::Profile;

@@ -40,6 +40,9 @@ pub struct ProfileOptions {
     pub max_events: u64,
     /// Tracer-specific settings, checked against [`CONFIG_KEYS`].
     pub advanced_configuration: BTreeMap<String, ConfigValue>,
+    /// Formats written beside the `.xplane.pb` when the session's profile is written
+    /// (the exporters live in `profiler-export`; this only records the choice).
+    pub export_formats: Vec<ExportFormat>,
 }
 
 impl Default for ProfileOptions {
@@ -51,6 +54,7 @@ impl Default for ProfileOptions {
             duration_ms: 0,
             max_events: DEFAULT_MAX_EVENTS,
             advanced_configuration: BTreeMap::new(),
+            export_formats: Vec::new(),
         }
     }
 }
@@ -83,6 +87,14 @@ impl ProfileOptions {
     /// Sets [`ProfileOptions::max_events`].
     pub fn max_events(mut self, max: u64) -> Self {
         self.max_events = max;
+        self
+    }
+
+    /// Also writes the profile in `format` (once, whatever the number of calls).
+    pub fn export_format(mut self, format: ExportFormat) -> Self {
+        if !self.export_formats.contains(&format) {
+            self.export_formats.push(format);
+        }
         self
     }
 
@@ -154,6 +166,75 @@ impl ProfileOptions {
             Some(ConfigValue::Bool(v)) => Some(*v),
             _ => None,
         }
+    }
+}
+
+/// A file format a profile can be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExportFormat {
+    /// TensorBoard/XProf's `.xplane.pb` (always written to a logdir).
+    XPlane,
+    /// Perfetto's native protobuf trace, `.pftrace`.
+    Perfetto,
+    /// Chrome's JSON trace event format, `.trace.json`.
+    ChromeJson,
+    /// The same, gzipped: `.trace.json.gz`.
+    ChromeJsonGz,
+}
+
+impl ExportFormat {
+    /// Every format, with the names [`ExportFormat::from_str`] accepts first.
+    pub const ALL: [(ExportFormat, &'static str); 4] = [
+        (ExportFormat::XPlane, "xplane"),
+        (ExportFormat::Perfetto, "perfetto"),
+        (ExportFormat::ChromeJson, "chrome"),
+        (ExportFormat::ChromeJsonGz, "chrome.gz"),
+    ];
+
+    /// Parses a comma-separated list such as `xplane,perfetto,chrome`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the unknown format and the valid ones.
+    pub fn parse_list(list: &str) -> Result<Vec<ExportFormat>> {
+        let mut formats = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let format = name.parse()?;
+            if !formats.contains(&format) {
+                formats.push(format);
+            }
+        }
+        Ok(formats)
+    }
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<ExportFormat> {
+        let format = match s {
+            "xplane" | "xplane.pb" | "tensorboard" => ExportFormat::XPlane,
+            "perfetto" | "pftrace" => ExportFormat::Perfetto,
+            "chrome" | "json" | "trace.json" => ExportFormat::ChromeJson,
+            "chrome.gz" | "json.gz" | "trace.json.gz" => ExportFormat::ChromeJsonGz,
+            other => {
+                let valid: Vec<_> = ExportFormat::ALL.iter().map(|(_, n)| *n).collect();
+                return Err(invalid(format!(
+                    "unknown export format {other:?}; valid formats: {}",
+                    valid.join(", ")
+                )));
+            }
+        };
+        Ok(format)
+    }
+}
+
+impl fmt::Display for ExportFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = ExportFormat::ALL
+            .iter()
+            .find(|(format, _)| format == self)
+            .map_or("?", |(_, name)| name);
+        f.write_str(name)
     }
 }
 
@@ -300,6 +381,25 @@ mod tests {
             .validate()
             .expect_err("negative cap");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn export_formats_parse_and_name_the_unknown() {
+        assert_eq!(
+            ExportFormat::parse_list("xplane, perfetto,chrome,chrome.gz,perfetto").expect("ok"),
+            [
+                ExportFormat::XPlane,
+                ExportFormat::Perfetto,
+                ExportFormat::ChromeJson,
+                ExportFormat::ChromeJsonGz
+            ]
+        );
+        let err = ExportFormat::parse_list("perfetto,svg").expect_err("svg");
+        assert!(err.to_string().contains("\"svg\""), "{err}");
+        assert!(err.to_string().contains("chrome.gz"), "{err}");
+        for (format, name) in ExportFormat::ALL {
+            assert_eq!(format.to_string(), name);
+        }
     }
 
     #[test]

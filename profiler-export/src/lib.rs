@@ -1,10 +1,21 @@
-//! prof's writers: everything that turns a recorded [`Profile`] into files other tools read.
+//! prof's writers: everything that turns a recorded [`Profile`] into files other tools
+//! read, or sends it to them.
 //!
 //! - [`logdir`]: a TensorBoard/XProf logdir, `<logdir>/plugins/profile/<run>/<host>.xplane.pb`,
-//!   laid out exactly as TensorFlow and JAX lay theirs out;
-//! - [`xplane`]: encoding and decoding a single `.xplane.pb`;
-//! - [`atomic`]: every file is written to a temporary name and renamed into place, so a
-//!   reader never sees half a profile.
+//!   laid out exactly as TensorFlow and JAX lay theirs out; [`xplane`] encodes one file;
+//! - [`perfetto`]: Perfetto's native protobuf trace (`.pftrace`), and [`link`] to open it
+//!   in ui.perfetto.dev as `jax.profiler`'s Perfetto link does;
+//! - [`chrome`]: Chrome's JSON trace event format (`.trace.json[.gz]`);
+//! - `otlp` (feature `otlp`): spans to any OpenTelemetry collector;
+//! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
+//!   other formats;
+//! - [`ProfileExport`]: all of it as methods of a [`Profile`].
+//!
+//! The timeline formats share one walk over the space ([`timeline`]), so they agree on
+//! what they hold: the same events, durations, threads, counters and flows. Exporters
+//! stream: memory does not grow with the number of events. Every file is written to a
+//! temporary name and renamed into place ([`atomic`]), so a reader never sees half a
+//! file.
 //!
 //! The crate reads only the XSpace model of `profiler-core`; it knows nothing of how
 //! events were recorded.
@@ -13,9 +24,17 @@
 
 pub mod atomic;
 pub mod chrome;
+pub mod convert;
+pub mod formats;
+pub mod link;
 pub mod logdir;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod perfetto;
+mod profile;
 pub mod timeline;
 pub mod xplane;
 
+pub use formats::ExportFormat;
 pub use logdir::{write_logdir, RunDir};
+pub use profile::ProfileExport;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use profiler_core::{Error, ErrorKind, Profile, Result};
 
+use crate::formats::ExportFormat;
 use crate::xplane;
 
 /// The directory under a logdir where TensorBoard's profile plugin looks for runs.
@@ -107,18 +108,39 @@ pub fn prepare(logdir: &Path) -> Result<()> {
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that failed; the error carries the profile
 /// ([`Error::into_profile`]), so nothing recorded is lost.
-pub fn write_logdir(logdir: &Path, mut profile: Profile) -> Result<Profile> {
-    let written = RunDir::create(logdir).and_then(|run| {
-        let file = run.host_file(profile.host_name());
-        xplane::write(&file, profile.xspace()).map(|()| file)
-    });
-    match written {
-        Ok(file) => {
-            profile.add_file(file);
-            Ok(profile)
-        }
-        Err(e) => Err(e.with_profile(profile)),
+pub fn write_logdir(logdir: &Path, profile: Profile) -> Result<Profile> {
+    write_logdir_formats(logdir, profile, &[])
+}
+
+/// Writes `profile` as a new run of `logdir`: its `.xplane.pb`, then each of
+/// `formats` beside it (`<host>.pftrace`, `<host>.trace.json.gz`, …), and returns it
+/// with the files recorded.
+///
+/// # Errors
+/// As [`write_logdir`]; files written before the failure stay recorded in the profile
+/// the error carries.
+pub fn write_logdir_formats(
+    logdir: &Path,
+    mut profile: Profile,
+    formats: &[ExportFormat],
+) -> Result<Profile> {
+    let run = match RunDir::create(logdir) {
+        Ok(run) => run,
+        Err(e) => return Err(e.with_profile(profile)),
+    };
+    let file = run.host_file(profile.host_name());
+    if let Err(e) = xplane::write(&file, profile.xspace()) {
+        return Err(e.with_profile(profile));
     }
+    profile.add_file(file);
+    for &format in formats.iter().filter(|&&f| f != ExportFormat::XPlane) {
+        let path = crate::formats::host_file(run.path(), profile.host_name(), format);
+        match crate::formats::write(profile.xspace(), format, &path) {
+            Ok(_) => profile.add_file(path),
+            Err(e) => return Err(e.with_profile(profile)),
+        }
+    }
+    Ok(profile)
 }
 
 #[cfg(test)]
@@ -155,6 +177,30 @@ mod tests {
             xplane::read(file).expect("read back").hostnames,
             ["worker:0"]
         );
+    }
+
+    #[test]
+    fn other_formats_go_beside_the_xplane() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let formats = [ExportFormat::Perfetto, ExportFormat::ChromeJsonGz];
+        let written = write_logdir_formats(dir.path(), profile(), &formats).expect("write");
+        let names: Vec<_> = written
+            .files()
+            .iter()
+            .map(|f| f.file_name().expect("name").to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "worker_0.xplane.pb",
+                "worker_0.pftrace",
+                "worker_0.trace.json.gz"
+            ]
+        );
+        assert!(written
+            .files()
+            .iter()
+            .all(|f| f.parent() == written.run_dir()));
     }
 
     #[test]

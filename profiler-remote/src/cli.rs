@@ -7,8 +7,10 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use profiler_core::{ConfigValue, Profile};
-use profiler_export::RunDir;
+use profiler_core::{ConfigValue, ExportFormat, Profile};
+use profiler_export::link::{LinkOptions, LinkOutcome};
+use profiler_export::otlp::{OtlpOptions, Protocol};
+use profiler_export::{ProfileExport, RunDir};
 
 use crate::client::{self, CaptureError, CaptureRequest, Captured};
 
@@ -29,6 +31,13 @@ options:
   --advanced KEY=VALUE     advanced_configuration entry (repeatable; ints and
                            true/false are typed, anything else is a string)
   --attempts N             tries per host for unreachable or busy servers (default 3)
+  --format LIST            files to write per host, comma-separated: xplane (always),
+                           perfetto, chrome, chrome.gz (default xplane)
+  --otlp ENDPOINT          also send every host's spans to an OpenTelemetry collector
+                           (http://host:4317 for gRPC, http://host:4318 for HTTP)
+  --otlp-protocol P        grpc (default) or http/protobuf
+  --perfetto-link          serve the first host's Perfetto trace once to
+                           ui.perfetto.dev and print the link (waits up to 5 min)
   -h, --help               this text
 
 exit status: 0 when every host was captured, 1 when one failed, 2 on bad usage";
@@ -40,6 +49,10 @@ struct Args {
     logdir: PathBuf,
     attempts: u32,
     request: CaptureRequest,
+    /// Formats written besides the `.xplane.pb`.
+    formats: Vec<ExportFormat>,
+    otlp: Option<OtlpOptions>,
+    perfetto_link: bool,
 }
 
 fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
@@ -48,6 +61,10 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
     let mut attempts = 3;
     let mut request = CaptureRequest::default();
     let mut advanced = BTreeMap::new();
+    let mut formats = Vec::new();
+    let mut otlp = None;
+    let mut protocol = Protocol::Grpc;
+    let mut perfetto_link = false;
     let mut it = argv.into_iter();
     while let Some(arg) = it.next() {
         let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
@@ -57,6 +74,17 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
         };
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
+            "--perfetto-link" => perfetto_link = true,
+            "--format" => {
+                formats =
+                    ExportFormat::parse_list(&value(&arg)?).map_err(|e| format!("--format: {e}"))?
+            }
+            "--otlp" => otlp = Some(OtlpOptions::new(value(&arg)?)),
+            "--otlp-protocol" => {
+                protocol = value(&arg)?
+                    .parse()
+                    .map_err(|e| format!("--otlp-protocol: {e}"))?
+            }
             "--duration-ms" => request.duration_ms = number(&arg, value(&arg)?)?,
             "--delay-ms" => request.delay_ms = number(&arg, value(&arg)?)?,
             "--logdir" => logdir = PathBuf::from(value(&arg)?),
@@ -105,11 +133,19 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
         .join(profiler_export::logdir::PROFILE_PLUGIN_DIR)
         .to_string_lossy()
         .into_owned();
+    let otlp = otlp.map(|o| o.protocol(protocol).service_name("capture-profile"));
+    if perfetto_link && !formats.contains(&ExportFormat::Perfetto) {
+        formats.push(ExportFormat::Perfetto);
+    }
+    formats.retain(|&f| f != ExportFormat::XPlane);
     Ok(Some(Args {
         addresses,
         logdir,
         attempts,
         request,
+        formats,
+        otlp,
+        perfetto_link,
     }))
 }
 
@@ -210,20 +246,48 @@ async fn capture_all(args: &Args) -> Vec<Outcome> {
     outcomes
 }
 
+/// Writes one host's `.xplane.pb` and the other formats asked for into the run.
 fn write_host(
     run: &RunDir,
     address: &str,
     space: profiler_core::xspace::XSpace,
-) -> Result<(PathBuf, Profile), String> {
+    formats: &[ExportFormat],
+) -> Result<Profile, String> {
     let file = run.host_file(address);
     profiler_export::xplane::write(&file, &space).map_err(|e| e.to_string())?;
-    Ok((file, Profile::new(space)))
+    let mut profile = Profile::new(space);
+    profile.add_file(file);
+    let others =
+        profiler_export::formats::write_all(profile.xspace(), run.path(), address, formats)
+            .map_err(|e| e.to_string())?;
+    for other in others {
+        profile.add_file(other);
+    }
+    Ok(profile)
+}
+
+/// Sends one host's profile to the collector; false when that failed.
+fn send_otlp(address: &str, profile: &Profile, options: &OtlpOptions) -> bool {
+    match profile.export_otlp(options) {
+        Ok(sent) => {
+            println!(
+                "  sent {} spans in {} traces to {} ({})",
+                sent.spans, sent.traces, options.endpoint, options.protocol
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("capture-profile: {address}: captured, but {e}");
+            false
+        }
+    }
 }
 
 fn report(args: &Args, outcomes: Vec<Outcome>) -> i32 {
     let mut run: Option<RunDir> = None;
     let mut failed = 0;
     let mut written = 0;
+    let mut first: Option<Profile> = None;
     for Outcome { address, result } in outcomes {
         match result {
             Ok(Captured::Space(space)) => {
@@ -238,18 +302,27 @@ fn report(args: &Args, outcomes: Vec<Outcome>) -> i32 {
                     }
                 }
                 let Some(run) = &run else { continue };
-                match write_host(run, &address, *space) {
-                    Ok((file, profile)) => {
+                match write_host(run, &address, *space, &args.formats) {
+                    Ok(profile) => {
                         written += 1;
+                        let files: Vec<_> = profile
+                            .files()
+                            .iter()
+                            .map(|f| f.display().to_string())
+                            .collect();
                         println!(
                             "{address}: {} events, {} steps -> {}",
                             profile.event_count(),
                             profile.steps().len(),
-                            file.display()
+                            files.join(", ")
                         );
                         for warning in profile.warnings() {
                             println!("  warning: {warning}");
                         }
+                        if let Some(otlp) = &args.otlp {
+                            failed += usize::from(!send_otlp(&address, &profile, otlp));
+                        }
+                        first.get_or_insert(profile);
                     }
                     Err(e) => {
                         eprintln!("capture-profile: {address}: captured, but writing failed: {e}");
@@ -281,6 +354,16 @@ fn report(args: &Args, outcomes: Vec<Outcome>) -> i32 {
             args.logdir.display(),
             args.logdir.display()
         );
+    }
+    if let (true, Some(profile)) = (args.perfetto_link, &first) {
+        match profile.serve_perfetto_link(&LinkOptions::default()) {
+            Ok(LinkOutcome::Fetched) => println!("the Perfetto UI fetched the trace"),
+            Ok(LinkOutcome::TimedOut) => println!("nobody opened the Perfetto link in time"),
+            Err(e) => {
+                eprintln!("capture-profile: {e}");
+                failed += 1;
+            }
+        }
     }
     i32::from(failed > 0)
 }
@@ -335,5 +418,27 @@ mod tests {
             .expect_err("bad usage")
             .contains("more than 0"));
         assert!(args("--help").expect("help").is_none());
+        assert!(args("h:1 --format perfetto,svg")
+            .expect_err("bad usage")
+            .contains("svg"));
+        assert!(args("h:1 --otlp-protocol udp")
+            .expect_err("bad usage")
+            .contains("udp"));
+    }
+
+    #[test]
+    fn export_flags_parse() {
+        let a = args("h:1 --format xplane,chrome.gz --otlp http://c:4318 --otlp-protocol http/protobuf --perfetto-link")
+            .expect("parses")
+            .expect("not help");
+        // The .xplane.pb is always written; the link needs a Perfetto file.
+        assert_eq!(
+            a.formats,
+            [ExportFormat::ChromeJsonGz, ExportFormat::Perfetto]
+        );
+        let otlp = a.otlp.expect("otlp");
+        assert_eq!(otlp.endpoint, "http://c:4318");
+        assert_eq!(otlp.protocol, Protocol::HttpProtobuf);
+        assert!(a.perfetto_link);
     }
 }

@@ -1,0 +1,65 @@
+//! Every file format in one place: names, extensions, and writing a space in any of
+//! them beside its `.xplane.pb`.
+
+use std::path::{Path, PathBuf};
+
+use profiler_core::xspace::XSpace;
+use profiler_core::Result;
+
+pub use profiler_core::ExportFormat;
+
+use crate::logdir::host_file_stem;
+use crate::timeline::Totals;
+use crate::{chrome, perfetto, xplane};
+
+/// The file extension of `format`, without the leading dot.
+pub fn extension(format: ExportFormat) -> &'static str {
+    match format {
+        ExportFormat::Perfetto => perfetto::EXTENSION,
+        ExportFormat::ChromeJson => chrome::EXTENSION,
+        ExportFormat::ChromeJsonGz => chrome::EXTENSION_GZ,
+        // XPlane, and any format added later, default to the XProf file.
+        _ => "xplane.pb",
+    }
+}
+
+/// Writes `space` at `path` in `format`, atomically, and returns what the timeline
+/// formats hold (`None` for the `.xplane.pb`, which is the space itself).
+///
+/// # Errors
+/// [`profiler_core::ErrorKind::Io`] naming the path.
+pub fn write(space: &XSpace, format: ExportFormat, path: &Path) -> Result<Option<Totals>> {
+    match format {
+        ExportFormat::Perfetto => perfetto::write(space, path).map(Some),
+        ExportFormat::ChromeJson | ExportFormat::ChromeJsonGz => {
+            chrome::write(space, path).map(Some)
+        }
+        _ => xplane::write(path, space).map(|()| None),
+    }
+}
+
+/// Where the file of `host` in `format` goes in directory `dir`:
+/// `<dir>/<host>.<extension>`, named as XProf names hosts.
+pub fn host_file(dir: &Path, host: &str, format: ExportFormat) -> PathBuf {
+    dir.join(format!("{}.{}", host_file_stem(host), extension(format)))
+}
+
+/// Writes `space` in each of `formats` into `dir`, named after `host`, and returns the
+/// files in the order of `formats`.
+///
+/// # Errors
+/// The first write that fails, naming its path.
+pub fn write_all(
+    space: &XSpace,
+    dir: &Path,
+    host: &str,
+    formats: &[ExportFormat],
+) -> Result<Vec<PathBuf>> {
+    formats
+        .iter()
+        .map(|&format| {
+            let path = host_file(dir, host, format);
+            write(space, format, &path).map(|_| path)
+        })
+        .collect()
+}
