@@ -10,7 +10,16 @@
 //! Timestamps are microseconds from the profile start with nanosecond decimals, not
 //! Unix time: a double holds Unix microseconds only to a quarter of a microsecond,
 //! which would make neighbouring slices overlap. The wall-clock start is kept in
-//! `otherData.profile_start_unix_ns`.
+//! `otherData.profile_start_unix_ns`. Readers add `ts + dur` in doubles, so `dur` is
+//! written as the difference of the two doubles rather than from nanoseconds: then
+//! `ts + dur` lands exactly on the end, and a child that ends with its parent is not
+//! read as ending after it (the DevTools engine drops such children).
+//!
+//! Instants are written `I` (the engine behind the DevTools panel ignores the newer
+//! `i`). Flow events share their slice's category, which is how that engine binds a
+//! flow's ends to slices, and are written last, in time order: the engine reads them in
+//! file order and drops an end that comes before its start. Holding them costs memory
+//! per flow, as the flow index already does, not per event.
 //!
 //! ```
 //! # let space = profiler_core::xspace::XSpace::default();
@@ -44,6 +53,7 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
     let mut writer = Writer {
         out: io::BufWriter::new(out),
         first: true,
+        flows: Vec::new(),
     };
     writer
         .out
@@ -55,6 +65,7 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
         timeline.origin().unix_ns
     )?;
     let totals = timeline.walk(&mut writer)?;
+    writer.write_flows()?;
     writer.out.write_all(b"\n]}\n")?;
     writer.out.flush()?;
     Ok(totals)
@@ -80,12 +91,25 @@ pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
     .map_err(|e| Error::io("cannot write the Chrome JSON trace", path, e))
 }
 
-struct Writer<W> {
+struct Writer<'a, W> {
     out: W,
     first: bool,
+    /// Flow ends met so far, written after the slices.
+    flows: Vec<FlowEnd<'a>>,
 }
 
-impl<W: Write> Writer<W> {
+/// One end of a flow: where its slice starts.
+struct FlowEnd<'a> {
+    us: f64,
+    /// Starts sort before ends at the same time.
+    is_end: bool,
+    id: u64,
+    pid: u32,
+    tid: u32,
+    category: &'a str,
+}
+
+impl<'a, W: Write> Writer<'a, W> {
     /// Starts the next element of `traceEvents`.
     fn next(&mut self) -> io::Result<()> {
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
@@ -93,59 +117,64 @@ impl<W: Write> Writer<W> {
         self.out.write_all(sep)
     }
 
-    fn metadata(
-        &mut self,
-        what: &str,
-        pid: u32,
-        tid: u32,
-        key: &str,
-        value: Arg<'_>,
-    ) -> io::Result<()> {
+    /// `"pid":P,"tid":T`
+    fn pid_tid(&mut self, pid: u32, tid: u32) -> io::Result<()> {
+        self.out.write_all(b"\"pid\":")?;
+        int(&mut self.out, pid)?;
+        self.out.write_all(b",\"tid\":")?;
+        int(&mut self.out, tid)
+    }
+
+    fn metadata(&mut self, what: &str, pid: u32, tid: u32, value: Arg<'_>) -> io::Result<()> {
         self.next()?;
-        write!(
-            self.out,
-            "{{\"name\":\"{what}\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"{key}\":"
-        )?;
+        self.out.write_all(b"{\"name\":")?;
+        json_str(&mut self.out, what)?;
+        self.out.write_all(b",\"ph\":\"M\",")?;
+        self.pid_tid(pid, tid)?;
+        let key: &[u8] = if what.ends_with("sort_index") {
+            b",\"args\":{\"sort_index\":"
+        } else {
+            b",\"args\":{\"name\":"
+        };
+        self.out.write_all(key)?;
         json_arg(&mut self.out, value)?;
         self.out.write_all(b"}}")
     }
 
-    fn flow(&mut self, phase: &str, id: u64, at_ps: i64, thread: &Thread<'_>) -> io::Result<()> {
-        self.next()?;
-        // Ids stay below 2^53 so JavaScript readers keep them exact.
-        write!(
-            self.out,
-            "{{\"name\":\"link\",\"cat\":\"flow\",\"ph\":\"{phase}\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
-            id & ((1 << 53) - 1),
-            thread.pid,
-            thread.tid
-        )?;
-        micros(&mut self.out, at_ps)?;
-        if phase == "f" {
-            self.out.write_all(b",\"bp\":\"e\"")?;
+    fn write_flows(&mut self) -> io::Result<()> {
+        let mut flows = std::mem::take(&mut self.flows);
+        flows.sort_by(|a, b| a.us.total_cmp(&b.us).then(a.is_end.cmp(&b.is_end)));
+        for flow in &flows {
+            self.next()?;
+            self.out.write_all(b"{\"name\":\"link\",\"cat\":")?;
+            json_str(&mut self.out, flow.category)?;
+            let phase: &[u8] = if flow.is_end {
+                b"\"f\",\"bp\":\"e\""
+            } else {
+                b"\"s\""
+            };
+            self.out.write_all(b",\"ph\":")?;
+            self.out.write_all(phase)?;
+            // Ids stay below 2^53 so JavaScript readers keep them exact.
+            self.out.write_all(b",\"id\":")?;
+            int(&mut self.out, flow.id & ((1 << 53) - 1))?;
+            self.out.write_all(b",")?;
+            self.pid_tid(flow.pid, flow.tid)?;
+            self.out.write_all(b",\"ts\":")?;
+            micros(&mut self.out, flow.us)?;
+            self.out.write_all(b"}")?;
         }
-        self.out.write_all(b"}")
+        Ok(())
     }
 }
 
-impl<'a, W: Write> Visitor<'a> for Writer<W> {
+impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     type Error = io::Error;
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
-        self.metadata(
-            "process_name",
-            process.pid,
-            0,
-            "name",
-            Arg::Str(process.name),
-        )?;
-        self.metadata(
-            "process_sort_index",
-            process.pid,
-            0,
-            "sort_index",
-            Arg::Uint(u64::from(process.pid)),
-        )
+        self.metadata("process_name", process.pid, 0, Arg::Str(process.name))?;
+        let order = Arg::Uint(u64::from(process.pid));
+        self.metadata("process_sort_index", process.pid, 0, order)
     }
 
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
@@ -153,7 +182,6 @@ impl<'a, W: Write> Visitor<'a> for Writer<W> {
             "thread_name",
             thread.pid,
             thread.tid,
-            "name",
             Arg::Str(&thread.name),
         )
     }
@@ -164,23 +192,21 @@ impl<'a, W: Write> Visitor<'a> for Writer<W> {
         json_str(&mut self.out, slice.name)?;
         self.out.write_all(b",\"cat\":")?;
         json_str(&mut self.out, slice.category)?;
+        let start = us(slice.start_ps);
         if slice.is_instant() {
-            self.out.write_all(b",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
-            micros(&mut self.out, slice.start_ps)?;
+            self.out.write_all(b",\"ph\":\"I\",\"s\":\"t\",\"ts\":")?;
+            micros(&mut self.out, start)?;
         } else {
             self.out.write_all(b",\"ph\":\"X\",\"ts\":")?;
-            micros(&mut self.out, slice.start_ps)?;
+            micros(&mut self.out, start)?;
             self.out.write_all(b",\"dur\":")?;
-            // Both ends are rounded down to nanoseconds, so nesting survives rounding.
-            let start_ns = slice.start_ps.div_euclid(1000);
-            let end_ns = (slice.start_ps + slice.duration_ps).div_euclid(1000);
-            micros(&mut self.out, (end_ns - start_ns) * 1000)?;
+            micros(
+                &mut self.out,
+                us(slice.start_ps + slice.duration_ps) - start,
+            )?;
         }
-        write!(
-            self.out,
-            ",\"pid\":{},\"tid\":{}",
-            slice.thread.pid, slice.thread.tid
-        )?;
+        self.out.write_all(b",")?;
+        self.pid_tid(slice.thread.pid, slice.thread.tid)?;
         let mut args = slice.args().peekable();
         if args.peek().is_some() {
             self.out.write_all(b",\"args\":{")?;
@@ -195,11 +221,17 @@ impl<'a, W: Write> Visitor<'a> for Writer<W> {
             self.out.write_all(b"}")?;
         }
         self.out.write_all(b"}")?;
-        for &id in slice.flows_out.as_slice() {
-            self.flow("s", id, slice.start_ps, slice.thread)?;
-        }
-        for &id in slice.flows_in.as_slice() {
-            self.flow("f", id, slice.start_ps, slice.thread)?;
+        let ends = slice.flows_out.as_slice().iter().map(|&id| (id, false));
+        let ends = ends.chain(slice.flows_in.as_slice().iter().map(|&id| (id, true)));
+        for (id, is_end) in ends {
+            self.flows.push(FlowEnd {
+                us: start,
+                is_end,
+                id,
+                pid: slice.thread.pid,
+                tid: slice.thread.tid,
+                category: slice.category,
+            });
         }
         Ok(())
     }
@@ -216,12 +248,10 @@ impl<'a, W: Write> Visitor<'a> for Writer<W> {
         self.next()?;
         self.out.write_all(b"{\"name\":")?;
         json_str(&mut self.out, &track.name)?;
-        write!(
-            self.out,
-            ",\"ph\":\"C\",\"pid\":{},\"tid\":0,\"ts\":",
-            track.pid
-        )?;
-        micros(&mut self.out, at_ps)?;
+        self.out.write_all(b",\"ph\":\"C\",")?;
+        self.pid_tid(track.pid, 0)?;
+        self.out.write_all(b",\"ts\":")?;
+        micros(&mut self.out, us(at_ps))?;
         self.out.write_all(b",\"args\":{")?;
         json_str(&mut self.out, track.series)?;
         self.out.write_all(b":")?;
@@ -230,19 +260,29 @@ impl<'a, W: Write> Visitor<'a> for Writer<W> {
     }
 }
 
-/// Picoseconds as microseconds with three decimals (nanoseconds, rounded down).
-fn micros(out: &mut impl Write, ps: i64) -> io::Result<()> {
-    let ns = ps.div_euclid(1000);
-    let sign = if ns < 0 { "-" } else { "" };
-    let ns = ns.unsigned_abs();
-    write!(out, "{sign}{}.{:03}", ns / 1000, ns % 1000)
+/// Picoseconds as the double of microseconds readers will parse (nanoseconds exact,
+/// rounded down).
+fn us(ps: i64) -> f64 {
+    ps.div_euclid(1000) as f64 / 1000.0
+}
+
+/// A microsecond double in its shortest form that parses back to the same double.
+fn micros(out: &mut impl Write, us: f64) -> io::Result<()> {
+    let mut buf = ryu::Buffer::new();
+    let text = buf.format_finite(us);
+    // ryu writes `1.0`; the trailing `.0` is noise in a trace of millions of numbers.
+    out.write_all(text.strip_suffix(".0").unwrap_or(text).as_bytes())
+}
+
+fn int(out: &mut impl Write, v: impl itoa::Integer) -> io::Result<()> {
+    out.write_all(itoa::Buffer::new().format(v).as_bytes())
 }
 
 fn json_arg(out: &mut impl Write, arg: Arg<'_>) -> io::Result<()> {
     match arg {
-        Arg::Int(v) => write!(out, "{v}"),
-        Arg::Uint(v) => write!(out, "{v}"),
-        Arg::Double(v) if v.is_finite() => write!(out, "{v}"),
+        Arg::Int(v) => int(out, v),
+        Arg::Uint(v) => int(out, v),
+        Arg::Double(v) if v.is_finite() => micros(out, v),
         // JSON has no NaN or infinity.
         Arg::Double(v) => json_str(out, &v.to_string()),
         Arg::Str(s) => json_str(out, s),
@@ -296,9 +336,19 @@ mod tests {
 
     #[test]
     fn micros_keep_nanoseconds() {
-        assert_eq!(s(|o| micros(o, 1_234_567_890)), "1234.567");
-        assert_eq!(s(|o| micros(o, 999)), "0.000");
-        assert_eq!(s(|o| micros(o, -1_500_000)), "-1.500");
+        assert_eq!(s(|o| micros(o, us(1_234_567_890))), "1234.567");
+        assert_eq!(s(|o| micros(o, us(999))), "0");
+        assert_eq!(s(|o| micros(o, us(-1_500_000))), "-1.5");
+    }
+
+    #[test]
+    fn a_child_ending_with_its_parent_does_not_end_after_it() {
+        // Parent 0.1 µs .. 0.3 µs as a reader adds it, and a child ending with it.
+        let (parent, child, end) = (us(100_000), us(200_000), us(300_000));
+        let reread = |t: f64| s(|o| micros(o, t)).parse::<f64>().expect("number");
+        let parent_end = reread(parent) + reread(end - parent);
+        let child_end = reread(child) + reread(end - child);
+        assert!(child_end <= parent_end, "{child_end} > {parent_end}");
     }
 
     #[test]

@@ -355,6 +355,10 @@ impl<'a> Timeline<'a> {
             ..Totals::default()
         };
         let mut seq = 0u64;
+        // Thread ids are unique across planes, not only within one: Perfetto treats a
+        // tid as system-wide and would merge a GPU stream with a host thread of the
+        // same number.
+        let mut tids = Tids::default();
         let planes = self.space.planes.iter().filter(|p| {
             p.name != schema::TASK_ENV_PLANE && p.lines.iter().any(|l| !l.events.is_empty())
         });
@@ -366,6 +370,7 @@ impl<'a> Timeline<'a> {
             };
             visitor.process(&process)?;
             let mut walk = PlaneWalk::new(self, &process);
+            walk.tids = std::mem::take(&mut tids);
             for line in &plane.lines {
                 if line.name == COUNTERS_LINE {
                     walk.counters(line, visitor, &mut totals)?;
@@ -373,6 +378,7 @@ impl<'a> Timeline<'a> {
                     walk.line(line, visitor, &mut totals, &mut seq)?;
                 }
             }
+            tids = walk.tids;
         }
         Ok(totals)
     }
@@ -391,8 +397,7 @@ struct PlaneWalk<'a, 't> {
     consumer_type: Option<i64>,
     correlation: Option<i64>,
     is_device: bool,
-    tids: HashSet<u32>,
-    next_tid: u32,
+    tids: Tids,
     counter_tracks: HashMap<(i64, i64), CounterTrack<'a>>,
 }
 
@@ -422,8 +427,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             consumer_type: plane.stat_id(schema::CONSUMER_TYPE),
             correlation: plane.stat_id(CORRELATION_ID),
             is_device,
-            tids: HashSet::new(),
-            next_tid: 0x4000_0000,
+            tids: Tids::default(),
             counter_tracks: HashMap::new(),
         }
     }
@@ -439,13 +443,10 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         } else {
             line.id
         } as u32;
-        let tid = if lane == 0 && self.tids.insert(wanted) {
+        let tid = if lane == 0 && self.tids.used.insert(wanted) {
             wanted
         } else {
-            while !self.tids.insert(self.next_tid) {
-                self.next_tid += 1;
-            }
-            self.next_tid
+            self.tids.fresh()
         };
         let name = match lane {
             0 => base,
@@ -601,6 +602,24 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             }
         }
         Ok(())
+    }
+}
+
+/// Thread ids handed out so far.
+#[derive(Default)]
+struct Tids {
+    used: HashSet<u32>,
+    next: u32,
+}
+
+impl Tids {
+    /// An id no line uses: counting up from 2^30, above real thread ids and streams.
+    fn fresh(&mut self) -> u32 {
+        self.next = self.next.max(0x4000_0000);
+        while !self.used.insert(self.next) {
+            self.next += 1;
+        }
+        self.next
     }
 }
 

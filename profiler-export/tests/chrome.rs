@@ -33,7 +33,7 @@ fn every_event_is_named_and_counted_once() {
     );
     let slices: Vec<_> = events
         .iter()
-        .filter(|e| e["ph"] == "X" || e["ph"] == "i")
+        .filter(|e| e["ph"] == "X" || e["ph"] == "I")
         .collect();
     assert_eq!(slices.len() as u64, support::SLICES);
     let total: i64 = slices

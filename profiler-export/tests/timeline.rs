@@ -195,6 +195,18 @@ fn partial_overlaps_move_to_another_lane_unclipped() {
 }
 
 #[test]
+fn thread_ids_are_unique_across_planes() {
+    let mut space = support::space();
+    // A GPU stream numbered like the host's main thread.
+    space.planes[1].lines[0].id = 1;
+    let (log, _) = walk(&space);
+    let mut tids: Vec<_> = log.threads.iter().map(|t| t.1).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    assert_eq!(tids.len(), log.threads.len(), "{:?}", log.threads);
+}
+
+#[test]
 fn flows_join_both_ends_only() {
     let (log, _) = walk(&support::space());
     let send = find(&log, "enqueue");

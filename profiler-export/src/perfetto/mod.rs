@@ -10,8 +10,11 @@
 //! snapshot equates the trace clock with wall-clock time, so packets carry Unix-epoch
 //! nanoseconds.
 //!
-//! Packets are encoded one at a time into a reused buffer and streamed to the output:
-//! memory does not grow with the number of events.
+//! Packets are encoded one at a time into reused buffers and streamed to the output:
+//! memory does not grow with the number of events. Track events, two packets per
+//! slice, are encoded by hand (field numbers from [`proto`]) rather than through prost
+//! structs, which would allocate their vectors for every event; the rare packets
+//! (descriptors, the clock snapshot) go through [`proto`]'s messages.
 //!
 //! ```
 //! # let space = profiler_core::xspace::XSpace::default();
@@ -34,9 +37,10 @@ use crate::atomic::write_streaming;
 use crate::timeline::{
     Arg, CounterTrack, Origin, Process, Slice, Thread, Timeline, Totals, Visitor,
 };
+use prost::encoding::{encode_key, encode_varint, WireType};
 use proto::{
-    AnnotationValue, Clock, ClockSnapshot, CounterDescriptor, DebugAnnotation, Interned,
-    InternedData, ProcessDescriptor, ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
+    Clock, ClockSnapshot, CounterDescriptor, Interned, InternedData, ProcessDescriptor,
+    ThreadDescriptor, TracePacket, TrackDescriptor,
 };
 
 /// File extension of Perfetto traces.
@@ -89,7 +93,12 @@ impl<'a> Interner<'a> {
 
 struct Writer<'a, W> {
     out: W,
-    buf: Vec<u8>,
+    /// The packet being written (reused).
+    packet: Vec<u8>,
+    /// Its track event (reused).
+    event: Vec<u8>,
+    /// One debug annotation (reused).
+    annotation: Vec<u8>,
     origin: Origin,
     names: Interner<'a>,
     categories: Interner<'a>,
@@ -98,11 +107,50 @@ struct Writer<'a, W> {
     new: InternedData,
 }
 
+// Field numbers of the hand-encoded messages (see `proto` for their documentation).
+const PACKET_TIMESTAMP: u32 = 8;
+const PACKET_SEQUENCE_ID: u32 = 10;
+const PACKET_TRACK_EVENT: u32 = 11;
+const PACKET_INTERNED_DATA: u32 = 12;
+const PACKET_SEQUENCE_FLAGS: u32 = 13;
+const EVENT_CATEGORY_IIDS: u32 = 3;
+const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
+const EVENT_TYPE: u32 = 9;
+const EVENT_NAME_IID: u32 = 10;
+const EVENT_TRACK_UUID: u32 = 11;
+const EVENT_COUNTER_VALUE: u32 = 30;
+const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
+const EVENT_FLOW_IDS: u32 = 47;
+const EVENT_TERMINATING_FLOW_IDS: u32 = 48;
+const ANNOTATION_NAME_IID: u32 = 1;
+const ANNOTATION_UINT: u32 = 3;
+const ANNOTATION_INT: u32 = 4;
+const ANNOTATION_DOUBLE: u32 = 5;
+const ANNOTATION_STRING: u32 = 6;
+
+fn put_varint(buf: &mut Vec<u8>, field: u32, value: u64) {
+    encode_key(field, WireType::Varint, buf);
+    encode_varint(value, buf);
+}
+
+fn put_fixed64(buf: &mut Vec<u8>, field: u32, value: u64) {
+    encode_key(field, WireType::SixtyFourBit, buf);
+    buf.extend_from_slice(&value.to_le_bytes());
+}
+
+fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+    encode_key(field, WireType::LengthDelimited, buf);
+    encode_varint(bytes.len() as u64, buf);
+    buf.extend_from_slice(bytes);
+}
+
 impl<'a, W: Write> Writer<'a, W> {
     fn new(out: W, origin: Origin) -> Self {
         Writer {
             out,
-            buf: Vec::with_capacity(256),
+            packet: Vec::with_capacity(256),
+            event: Vec::with_capacity(256),
+            annotation: Vec::with_capacity(64),
             origin,
             names: Interner::default(),
             categories: Interner::default(),
@@ -111,16 +159,24 @@ impl<'a, W: Write> Writer<'a, W> {
         }
     }
 
-    /// Appends `packet` as one `Trace.packet` (field 1) to the output.
+    /// Appends the encoded packet in `self.packet` as one `Trace.packet` (field 1).
+    fn flush_packet(&mut self) -> io::Result<()> {
+        let mut head = [0u8; 11];
+        let mut cursor = &mut head[..];
+        encode_key(1, WireType::LengthDelimited, &mut cursor);
+        encode_varint(self.packet.len() as u64, &mut cursor);
+        let used = 11 - cursor.len();
+        self.out.write_all(&head[..used])?;
+        self.out.write_all(&self.packet)
+    }
+
+    /// Appends a packet built with [`proto`]'s messages.
     fn emit(&mut self, packet: &TracePacket) -> io::Result<()> {
-        self.buf.clear();
-        let len = packet.encoded_len();
-        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut self.buf);
-        prost::encoding::encode_varint(len as u64, &mut self.buf);
+        self.packet.clear();
         packet
-            .encode(&mut self.buf)
+            .encode(&mut self.packet)
             .map_err(|e| io::Error::other(format!("encoding a packet: {e}")))?;
-        self.out.write_all(&self.buf)
+        self.flush_packet()
     }
 
     /// The first packet: clears the sequence's state and states that trace time is
@@ -151,33 +207,60 @@ impl<'a, W: Write> Writer<'a, W> {
         })
     }
 
-    fn event(&mut self, at_ps: i64, event: TrackEvent) -> io::Result<()> {
-        let interned = (!self.new.event_names.is_empty()
-            || !self.new.event_categories.is_empty()
-            || !self.new.debug_annotation_names.is_empty())
-        .then(|| std::mem::take(&mut self.new));
-        self.emit(&TracePacket {
-            timestamp: Some(self.to_ns(at_ps)),
-            trusted_packet_sequence_id: Some(SEQUENCE),
-            track_event: Some(event),
-            interned_data: interned,
-            sequence_flags: Some(proto::SEQ_NEEDS_INCREMENTAL_STATE),
-            ..TracePacket::default()
-        })
+    /// Starts the track event in `self.event`: its type and track.
+    fn begin_event(&mut self, kind: i32, track: u64) {
+        self.event.clear();
+        put_varint(&mut self.event, EVENT_TYPE, kind as u64);
+        put_varint(&mut self.event, EVENT_TRACK_UUID, track);
+    }
+
+    /// Sends the track event in `self.event` at `at_ps`, with the names interned since
+    /// the last packet.
+    fn send_event(&mut self, at_ps: i64) -> io::Result<()> {
+        let ts = self.to_ns(at_ps);
+        self.packet.clear();
+        put_varint(&mut self.packet, PACKET_TIMESTAMP, ts);
+        put_varint(&mut self.packet, PACKET_SEQUENCE_ID, u64::from(SEQUENCE));
+        put_varint(
+            &mut self.packet,
+            PACKET_SEQUENCE_FLAGS,
+            u64::from(proto::SEQ_NEEDS_INCREMENTAL_STATE),
+        );
+        if !(self.new.event_names.is_empty()
+            && self.new.event_categories.is_empty()
+            && self.new.debug_annotation_names.is_empty())
+        {
+            let interned = std::mem::take(&mut self.new).encode_to_vec();
+            put_bytes(&mut self.packet, PACKET_INTERNED_DATA, &interned);
+        }
+        put_bytes(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
+        self.flush_packet()
     }
 
     fn to_ns(&self, ps: i64) -> u64 {
         u64::try_from(self.origin.to_unix_ns(ps)).unwrap_or(0)
     }
-}
 
-fn annotation_value(arg: Arg<'_>) -> AnnotationValue {
-    match arg {
-        Arg::Int(v) => AnnotationValue::Int(v),
-        Arg::Uint(v) => AnnotationValue::Uint(v),
-        Arg::Double(v) => AnnotationValue::Double(v),
-        Arg::Str(s) => AnnotationValue::Str(s.to_owned()),
-        Arg::Bytes(b) => AnnotationValue::Str(format!("<{} bytes>", b.len())),
+    /// Appends one debug annotation to the track event.
+    fn annotation(&mut self, name: &'a str, value: Arg<'_>) {
+        let iid = self
+            .arg_names
+            .id(name, &mut self.new.debug_annotation_names);
+        let a = &mut self.annotation;
+        a.clear();
+        put_varint(a, ANNOTATION_NAME_IID, iid);
+        match value {
+            Arg::Int(v) => put_varint(a, ANNOTATION_INT, v as u64),
+            Arg::Uint(v) => put_varint(a, ANNOTATION_UINT, v),
+            Arg::Double(v) => put_fixed64(a, ANNOTATION_DOUBLE, v.to_bits()),
+            Arg::Str(s) => put_bytes(a, ANNOTATION_STRING, s.as_bytes()),
+            Arg::Bytes(b) => put_bytes(
+                a,
+                ANNOTATION_STRING,
+                format!("<{} bytes>", b.len()).as_bytes(),
+            ),
+        }
+        put_bytes(&mut self.event, EVENT_DEBUG_ANNOTATIONS, &self.annotation);
     }
 }
 
@@ -209,49 +292,33 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
-        let name_iid = self.names.id(slice.name, &mut self.new.event_names);
-        let category = self
-            .categories
-            .id(slice.category, &mut self.new.event_categories);
-        let mut debug_annotations = Vec::new();
-        for (name, value) in slice.args() {
-            debug_annotations.push(DebugAnnotation {
-                name_iid: Some(
-                    self.arg_names
-                        .id(name, &mut self.new.debug_annotation_names),
-                ),
-                value: Some(annotation_value(value)),
-            });
-        }
         let kind = if slice.is_instant() {
             proto::TYPE_INSTANT
         } else {
             proto::TYPE_SLICE_BEGIN
         };
-        self.event(
-            slice.start_ps,
-            TrackEvent {
-                r#type: Some(kind),
-                track_uuid: Some(slice.thread.key),
-                name_iid: Some(name_iid),
-                category_iids: vec![category],
-                debug_annotations,
-                flow_ids: slice.flows_out.as_slice().to_vec(),
-                terminating_flow_ids: slice.flows_in.as_slice().to_vec(),
-                ..TrackEvent::default()
-            },
-        )
+        self.begin_event(kind, slice.thread.key);
+        let name = self.names.id(slice.name, &mut self.new.event_names);
+        put_varint(&mut self.event, EVENT_NAME_IID, name);
+        let category = self
+            .categories
+            .id(slice.category, &mut self.new.event_categories);
+        put_varint(&mut self.event, EVENT_CATEGORY_IIDS, category);
+        for (name, value) in slice.args() {
+            self.annotation(name, value);
+        }
+        for &id in slice.flows_out.as_slice() {
+            put_fixed64(&mut self.event, EVENT_FLOW_IDS, id);
+        }
+        for &id in slice.flows_in.as_slice() {
+            put_fixed64(&mut self.event, EVENT_TERMINATING_FLOW_IDS, id);
+        }
+        self.send_event(slice.start_ps)
     }
 
     fn slice_end(&mut self, thread: &Thread<'a>, end_ps: i64) -> io::Result<()> {
-        self.event(
-            end_ps,
-            TrackEvent {
-                r#type: Some(proto::TYPE_SLICE_END),
-                track_uuid: Some(thread.key),
-                ..TrackEvent::default()
-            },
-        )
+        self.begin_event(proto::TYPE_SLICE_END, thread.key);
+        self.send_event(end_ps)
     }
 
     fn counter_track(&mut self, track: &CounterTrack<'a>) -> io::Result<()> {
@@ -265,23 +332,17 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'a>) -> io::Result<()> {
-        let (counter_value, double_counter_value) = match value {
-            Arg::Int(v) => (Some(v), None),
-            Arg::Uint(v) => match i64::try_from(v) {
-                Ok(v) => (Some(v), None),
-                Err(_) => (None, Some(v as f64)),
-            },
-            other => (None, other.as_f64()),
-        };
-        self.event(
-            at_ps,
-            TrackEvent {
-                r#type: Some(proto::TYPE_COUNTER),
-                track_uuid: Some(track.key),
-                counter_value,
-                double_counter_value,
-                ..TrackEvent::default()
-            },
-        )
+        self.begin_event(proto::TYPE_COUNTER, track.key);
+        match value {
+            Arg::Int(v) => put_varint(&mut self.event, EVENT_COUNTER_VALUE, v as u64),
+            Arg::Uint(v) if i64::try_from(v).is_ok() => {
+                put_varint(&mut self.event, EVENT_COUNTER_VALUE, v)
+            }
+            other => {
+                let v = other.as_f64().unwrap_or(0.0);
+                put_fixed64(&mut self.event, EVENT_DOUBLE_COUNTER_VALUE, v.to_bits());
+            }
+        }
+        self.send_event(at_ps)
     }
 }
