@@ -6,7 +6,8 @@
 //!
 //! Each step is a `Train` annotation with `step_num`, so XProf's overview page graphs
 //! step times; inside it, data loading, forward, backward and the optimizer update are
-//! nested annotations, and the step's loss is attached after it is known.
+//! nested annotations, and the step's loss is attached after it is known and recorded
+//! on a `loss` counter track.
 #![allow(clippy::print_stdout)]
 
 use std::error::Error;
@@ -14,6 +15,9 @@ use std::error::Error;
 use candle_core::{DType, Device, Tensor, Var};
 
 mod common;
+
+/// The loss after each step, as a counter track beside the timeline.
+static LOSS: prof::Counter = prof::Counter::new("loss");
 
 /// A two-layer perceptron regressing random targets.
 struct Mlp {
@@ -84,10 +88,11 @@ fn main() -> Result<(), Box<dyn Error>> {
             let _t = prof::trace!("backward");
             loss.backward()?
         };
-        model.sgd(&grads, 0.05)?;
+        model.sgd(&grads, 0.01)?;
         // Deferred field: the loss is known only at the end of the step.
         let loss = loss.to_dtype(DType::F32)?.to_scalar::<f32>()?;
         step_trace.set_metadata("loss", loss);
+        LOSS.set(loss);
     }
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
 

@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 pub use profiler_core::ProfilerLayer;
 pub use profiler_core::{options, schema, xspace};
 pub use profiler_core::{
-    set_metadata, trace, AsValue, ConfigValue, Error, ErrorKind, ExportFormat, Profile,
+    set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,
 };
 pub use profiler_export as export;

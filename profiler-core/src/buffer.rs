@@ -516,7 +516,6 @@ impl Writer {
         })
     }
 
-    #[cfg(feature = "tracing")]
     fn push_mark(&self, name: &'static str, at: u64, value: u64) {
         if !self.reserve(1) {
             self.count_dropped(true);
@@ -598,8 +597,8 @@ pub(crate) fn instant_event(name: &'static str) -> Option<EventRef> {
     WRITER.with(|w| w.push_event(name, true))
 }
 
-/// Records mark `name` with `value` at clock ticks `at` on this thread.
-#[cfg(feature = "tracing")]
+/// Records mark `name` with `value` at clock ticks `at` on this thread: a span's close
+/// or a counter's sample.
 pub(crate) fn mark(name: &'static str, at: u64, value: u64) {
     WRITER.with(|w| w.push_mark(name, at, value));
 }

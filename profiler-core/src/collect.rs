@@ -40,6 +40,10 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor, host_level
         ids.push((buf.line_id, buf.name.as_str()));
     }
     let lanes = tasks::link(&mut builders, host_level, &mut host);
+    let mut samples: Vec<_> = builders
+        .iter_mut()
+        .flat_map(|b| std::mem::take(&mut b.samples))
+        .collect();
     for (line, (id, name)) in builders.into_iter().zip(ids) {
         if let Some(line) = line.build(id, name) {
             host.add_line(line);
@@ -51,6 +55,27 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor, host_level
             n => format!("{} {}", tasks::TASKS_LINE, n + 1),
         };
         if let Some(line) = build_line(events, tasks::TASKS_LINE_ID + lane as u32, &name) {
+            host.add_line(line);
+        }
+    }
+
+    if !samples.is_empty() {
+        // Stable: samples of one thread at the same tick keep their order.
+        samples.sort_by_key(|&(at, _, _)| at);
+        let value = host.stat_metadata_id(schema::COUNTER_VALUE);
+        let events = samples
+            .into_iter()
+            .map(|(at, counter, v)| XEvent {
+                metadata_id: names.id(&mut host, counter),
+                data: Some(XEventData::OffsetPs(at)),
+                duration_ps: 0,
+                stats: vec![XStat {
+                    metadata_id: value,
+                    value: Some(XStatValue::Double(v)),
+                }],
+            })
+            .collect();
+        if let Some(line) = build_line(events, schema::COUNTERS_LINE_ID, schema::COUNTERS_LINE) {
             host.add_line(line);
         }
     }
@@ -129,6 +154,8 @@ struct LineBuilder<'a> {
     polls: Vec<(usize, u64)>,
     /// Spans that closed on this thread: (task id, session-relative ps).
     closes: Vec<(u64, i64)>,
+    /// Counter samples taken on this thread: (session-relative ps, counter, value).
+    samples: Vec<(i64, &'static str, f64)>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -140,6 +167,7 @@ impl<'a> LineBuilder<'a> {
             seqs: Vec::new(),
             polls: Vec::new(),
             closes: Vec::new(),
+            samples: Vec::new(),
         }
     }
 
@@ -167,9 +195,11 @@ impl<'a> LineBuilder<'a> {
                 });
             }
             Record::Mark { name, at, value } => {
+                let at = ps(self.scale.to_ns(at).min(self.stop_ns));
                 if name == tasks::CLOSED {
-                    let at = self.scale.to_ns(at).min(self.stop_ns);
-                    self.closes.push((value, ps(at)));
+                    self.closes.push((value, at));
+                } else {
+                    self.samples.push((at, name, f64::from_bits(value)));
                 }
             }
             Record::Field {

@@ -6,6 +6,7 @@
 //!
 //! - **annotations** ([`trace!`], [`Trace`], [`set_metadata!`]): events on the current
 //!   thread's timeline, with fields; the ones carrying `step_num` are training steps;
+//! - **counters** ([`Counter`]): named values over time, as counter tracks;
 //! - **the `tracing` layer** ([`ProfilerLayer`], feature `tracing`, on by default): every
 //!   `tracing` span the subscriber passes, on the same timeline;
 //! - **sessions** ([`session::start`], [`session::stop`], [`ProfileOptions`]): one at a
@@ -46,6 +47,7 @@ pub mod annotation;
 mod buffer;
 pub mod clock;
 mod collect;
+pub mod counter;
 pub mod error;
 pub mod field;
 pub mod future;
@@ -59,6 +61,7 @@ pub mod xspace;
 
 pub use annotation::Trace;
 pub use collect::host_name;
+pub use counter::Counter;
 pub use error::{Error, ErrorKind, Result};
 pub use field::{AsValue, Value};
 #[cfg(feature = "tracing")]

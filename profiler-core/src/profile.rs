@@ -59,11 +59,33 @@ impl Profile {
         &self.space.warnings
     }
 
-    /// Number of events on the host plane.
+    /// Number of events on the host plane (counter samples are not events).
     pub fn event_count(&self) -> usize {
-        self.space
-            .plane(schema::HOST_PLANE)
-            .map_or(0, |p| p.lines.iter().map(|l| l.events.len()).sum())
+        self.space.plane(schema::HOST_PLANE).map_or(0, |p| {
+            p.lines
+                .iter()
+                .filter(|l| l.name != schema::COUNTERS_LINE)
+                .map(|l| l.events.len())
+                .sum()
+        })
+    }
+
+    /// The values recorded for counter `name`, in time order.
+    pub fn counter_samples(&self, name: &str) -> Vec<f64> {
+        let Some(plane) = self.space.plane(schema::HOST_PLANE) else {
+            return Vec::new();
+        };
+        let Some(line) = plane.lines.iter().find(|l| l.name == schema::COUNTERS_LINE) else {
+            return Vec::new();
+        };
+        line.events
+            .iter()
+            .filter(|e| plane.event_name(e.metadata_id) == Some(name))
+            .filter_map(|e| match plane.find_stat(&e.stats, schema::COUNTER_VALUE) {
+                Some(XStatValue::Double(v)) => Some(*v),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The step numbers of the training steps recorded (events carrying `step_num`), in

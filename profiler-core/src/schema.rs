@@ -30,3 +30,11 @@ pub const PRODUCER_ID: &str = "_p";
 pub const CONSUMER_TYPE: &str = "_ct";
 /// Consumer side of a cross-thread link: the link's id (uint64).
 pub const CONSUMER_ID: &str = "_c";
+
+/// The host line of counter samples: one event per sample, named after the counter,
+/// with its value as the [`COUNTER_VALUE`] stat. XProf draws it as counter tracks.
+pub const COUNTERS_LINE: &str = "_counters_";
+/// The stat holding a counter sample's value (double).
+pub const COUNTER_VALUE: &str = "value";
+/// Line id of [`COUNTERS_LINE`], apart from thread ids and the `Tasks` lanes.
+pub const COUNTERS_LINE_ID: u32 = 0x7e00_0000;

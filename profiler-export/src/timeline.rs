@@ -28,7 +28,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XLine, XPlane, XSpace, XStat, XStatValue};
 
 /// The line XProf reads counter samples from.
-pub const COUNTERS_LINE: &str = "_counters_";
+pub const COUNTERS_LINE: &str = schema::COUNTERS_LINE;
 
 /// Stat linking a host launch to device activity (CUPTI's correlation id).
 pub const CORRELATION_ID: &str = "correlation_id";

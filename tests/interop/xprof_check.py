@@ -203,6 +203,18 @@ def count_flows(raw: bytes) -> tuple[int, int]:
     return len(outs & ins), len(outs ^ ins)
 
 
+def counter_samples(raw: bytes) -> dict:
+    """Counter tracks in trace_viewer@ JSON: name -> number of samples. XProf turns the
+    `_counters_` line into one "C" event per counter holding all its `entries`."""
+    doc = json.loads(raw)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    counts: dict = {}
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ph") == "C":
+            counts[ev.get("name")] = counts.get(ev.get("name"), 0) + len(ev.get("entries", [1]))
+    return counts
+
+
 def match_event(s: TraceSummary, name: str) -> tuple[int, int]:
     """Returns (exact matches, matches as an xprof step root renamed '<name> <n>')."""
     return s.event_counts.get(name, 0), sum(s.step_events.get(name, Counter()).values())
@@ -376,6 +388,13 @@ def parse_args(argv):
         default=0,
         help="fail unless the streaming trace viewer draws at least N complete flow arrows",
     )
+    ap.add_argument(
+        "--expect-counter",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="counter tracks the streaming trace viewer must show, each with --min-steps samples",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="show xprof's own log")
     ap.add_argument("--_worker", nargs=2, metavar=("XPLANE", "OUTDIR"), help=argparse.SUPPRESS)
     return ap.parse_args(argv)
@@ -544,6 +563,21 @@ def main(argv=None) -> int:
                         f"found {complete} (XProf draws one per producer `_pt`/`_p` and "
                         "consumer `_ct`/`_c` pair with equal type and id)"
                     )
+
+        # ---- trace_viewer@ counters ----
+        if args.expect_counter:
+            if "trace_viewer@" in errors:
+                failures.append(f"trace_viewer@ conversion failed: {errors['trace_viewer@']}")
+            else:
+                with open(os.path.join(outdir, STREAM_TRACE_FILE), "rb") as f:
+                    counters = counter_samples(f.read())
+                print(f"trace viewer counters: {counters}")
+                for name in args.expect_counter:
+                    if counters.get(name, 0) < max(1, args.min_steps):
+                        failures.append(
+                            f"expected counter {name!r} with at least {max(1, args.min_steps)} "
+                            f"samples in trace_viewer@, found {counters.get(name, 0)}"
+                        )
 
         # ---- overview_page ----
         steps = None
