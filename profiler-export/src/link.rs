@@ -122,55 +122,62 @@ fn io_error(port: u16, e: io::Error) -> Error {
     )
 }
 
-/// Answers one connection's requests; `Ok(true)` once the trace was sent.
+/// Answers one request and closes the connection; `Ok(true)` when it sent the trace.
+/// One request per connection: a browser keeping an idle connection open must not hold
+/// up the accept loop.
 fn answer(stream: TcpStream, route: &str, body: &[u8]) -> io::Result<bool> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line)? == 0 {
+        return Ok(false);
+    }
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let mut header = String::new();
+    let mut bytes = 0;
     loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line)? == 0 {
-            return Ok(false);
+        header.clear();
+        let n = reader.read_line(&mut header)?;
+        bytes += n;
+        if n == 0 || header.trim().is_empty() || bytes > 64 * 1024 {
+            break;
         }
-        let mut parts = request_line.split_whitespace();
-        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        let mut header = String::new();
-        let mut bytes = 0;
-        loop {
-            header.clear();
-            bytes += reader.read_line(&mut header)?;
-            if header.trim().is_empty() || bytes > 64 * 1024 {
-                break;
-            }
-        }
-        let path = target.split('?').next().unwrap_or("");
-        let out = reader.get_mut();
-        let cors = "Access-Control-Allow-Origin: https://ui.perfetto.dev\r\n";
-        match (method, path == route) {
-            ("OPTIONS", _) => write!(
+    }
+    let path = target.split('?').next().unwrap_or("");
+    let out = reader.get_mut();
+    let common = "Access-Control-Allow-Origin: https://ui.perfetto.dev\r\nConnection: close\r\n";
+    let sent = match (method, path == route) {
+        ("OPTIONS", _) => {
+            write!(
                 out,
-                "HTTP/1.1 204 No Content\r\n{cors}Access-Control-Allow-Methods: GET, OPTIONS\r\n\
+                "HTTP/1.1 204 No Content\r\n{common}Access-Control-Allow-Methods: GET, OPTIONS\r\n\
                  Access-Control-Allow-Headers: *\r\nAccess-Control-Allow-Private-Network: true\r\n\
                  Content-Length: 0\r\n\r\n"
-            )?,
-            ("GET", true) => {
-                write!(
-                    out,
-                    "HTTP/1.1 200 OK\r\n{cors}Content-Type: application/octet-stream\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )?;
-                out.write_all(body)?;
-                out.flush()?;
-                return Ok(true);
-            }
-            _ => write!(
-                out,
-                "HTTP/1.1 404 Not Found\r\n{cors}Content-Length: 0\r\n\r\n"
-            )?,
+            )?;
+            false
         }
-        out.flush()?;
-    }
+        ("GET", true) => {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\n{common}Content-Type: application/octet-stream\r\n\
+                 Content-Length: {}\r\n\r\n",
+                body.len()
+            )?;
+            out.write_all(body)?;
+            true
+        }
+        _ => {
+            write!(
+                out,
+                "HTTP/1.1 404 Not Found\r\n{common}Content-Length: 0\r\n\r\n"
+            )?;
+            false
+        }
+    };
+    out.flush()?;
+    Ok(sent)
 }
 
 /// Percent-encodes what may not appear raw in a URL path segment.
