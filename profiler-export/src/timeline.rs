@@ -14,8 +14,8 @@
 //!   to an extra lane of the same line, shown as its own thread, instead of being
 //!   clipped: no duration changes between formats.
 //! - **Flows.** `_p`/`_c` producer/consumer links and `correlation_id` (a host launch
-//!   and the device activity it started) become flow ids, only when both ends are in
-//!   the profile.
+//!   and the device activity it started) become flow ids, only when both ends are
+//!   slices (not instants) in the profile.
 //! - **Counters.** Events on XProf's `_counters_` line are samples of counter tracks.
 //!
 //! The walk holds one stack per lane and the flow index; it never copies events, so
@@ -464,7 +464,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         let mut out = FlowIds::default();
         let mut inn = FlowIds::default();
         let matched = &self.timeline.flows.matched;
-        if matched.is_empty() {
+        if matched.is_empty() || event.duration_ps <= 0 {
             return (out, inn);
         }
         for link in links(self, event) {
@@ -733,7 +733,10 @@ impl FlowIndex {
             if walk.producer.is_none() && walk.consumer.is_none() && walk.correlation.is_none() {
                 continue;
             }
-            for event in plane.lines.iter().flat_map(|l| &l.events) {
+            // Flows join slices: an instant has no extent for a viewer to attach an
+            // arrow's end to (Chrome's `"bp":"e"` binds to an enclosing slice).
+            let slices = plane.lines.iter().flat_map(|l| &l.events);
+            for event in slices.filter(|e| e.duration_ps > 0) {
                 for link in links(&walk, event) {
                     if link.producer {
                         producers.insert(link.id());

@@ -219,6 +219,13 @@ fn flows_join_both_ends_only() {
     assert_eq!(launch.flows_out, kernel.flows_in);
     assert_ne!(launch.flows_out, send.flows_out);
     assert!(find(&log, "orphan").flows_out.is_empty());
+    // A link whose end is an instant is no flow: nothing to attach the arrow to.
+    let mut space = support::space();
+    let worker = &mut space.planes[0].lines[1];
+    worker.events[0].duration_ps = 0; // dequeue, the consumer
+    let (log, totals) = walk(&space);
+    assert!(find(&log, "enqueue").flows_out.is_empty());
+    assert_eq!(totals.flows, support::FLOWS - 1);
     // Link stats become flows, not arguments; the rest are arguments.
     assert!(send.args.is_empty(), "{:?}", send.args);
     let train = find(&log, "Train");
