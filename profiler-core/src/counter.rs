@@ -90,9 +90,6 @@ impl Counter {
     /// Subtracts `by` from the value (recorded only while a session records).
     #[inline]
     pub fn decrement(&self, by: impl Into<f64>) {
-        if !session::enabled(1) {
-            return;
-        }
         self.increment(-by.into());
     }
 

@@ -125,18 +125,22 @@ impl<'a, W: Write> Writer<'a, W> {
         int(&mut self.out, tid)
     }
 
-    fn metadata(&mut self, what: &str, pid: u32, tid: u32, value: Arg<'_>) -> io::Result<()> {
+    /// An `M` event `what` with the one argument `key: value`.
+    fn metadata(
+        &mut self,
+        what: &str,
+        (pid, tid): (u32, u32),
+        key: &str,
+        value: Arg<'_>,
+    ) -> io::Result<()> {
         self.next()?;
         self.out.write_all(b"{\"name\":")?;
         json_str(&mut self.out, what)?;
         self.out.write_all(b",\"ph\":\"M\",")?;
         self.pid_tid(pid, tid)?;
-        let key: &[u8] = if what.ends_with("sort_index") {
-            b",\"args\":{\"sort_index\":"
-        } else {
-            b",\"args\":{\"name\":"
-        };
-        self.out.write_all(key)?;
+        self.out.write_all(b",\"args\":{")?;
+        json_str(&mut self.out, key)?;
+        self.out.write_all(b":")?;
         json_arg(&mut self.out, value)?;
         self.out.write_all(b"}}")
     }
@@ -172,16 +176,17 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     type Error = io::Error;
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
-        self.metadata("process_name", process.pid, 0, Arg::Str(process.name))?;
+        let at = (process.pid, 0);
+        self.metadata("process_name", at, "name", Arg::Str(process.name))?;
         let order = Arg::Uint(u64::from(process.pid));
-        self.metadata("process_sort_index", process.pid, 0, order)
+        self.metadata("process_sort_index", at, "sort_index", order)
     }
 
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
         self.metadata(
             "thread_name",
-            thread.pid,
-            thread.tid,
+            (thread.pid, thread.tid),
+            "name",
             Arg::Str(&thread.name),
         )
     }

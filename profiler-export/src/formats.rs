@@ -43,23 +43,3 @@ pub fn write(space: &XSpace, format: ExportFormat, path: &Path) -> Result<Option
 pub fn host_file(dir: &Path, host: &str, format: ExportFormat) -> PathBuf {
     dir.join(format!("{}.{}", host_file_stem(host), extension(format)))
 }
-
-/// Writes `space` in each of `formats` into `dir`, named after `host`, and returns the
-/// files in the order of `formats`.
-///
-/// # Errors
-/// The first write that fails, naming its path.
-pub fn write_all(
-    space: &XSpace,
-    dir: &Path,
-    host: &str,
-    formats: &[ExportFormat],
-) -> Result<Vec<PathBuf>> {
-    formats
-        .iter()
-        .map(|&format| {
-            let path = host_file(dir, host, format);
-            write(space, format, &path).map(|_| path)
-        })
-        .collect()
-}

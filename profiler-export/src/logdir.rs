@@ -57,6 +57,24 @@ impl RunDir {
         &self.path
     }
 
+    /// Writes `profile` into this run as host `host`: its `.xplane.pb`, then each of
+    /// `formats` beside it, recording every file written in the profile (those written
+    /// before a failure stay recorded).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] naming the path that failed.
+    pub fn write(&self, profile: &mut Profile, host: &str, formats: &[ExportFormat]) -> Result<()> {
+        let file = self.host_file(host);
+        xplane::write(&file, profile.xspace())?;
+        profile.add_file(file);
+        for &format in formats.iter().filter(|&&f| f != ExportFormat::XPlane) {
+            let path = crate::formats::host_file(&self.path, host, format);
+            crate::formats::write(profile.xspace(), format, &path)?;
+            profile.add_file(path);
+        }
+        Ok(())
+    }
+
     /// Where the `.xplane.pb` of `host` goes in this run.
     pub fn host_file(&self, host: &str) -> PathBuf {
         self.path
@@ -124,23 +142,12 @@ pub fn write_logdir_formats(
     mut profile: Profile,
     formats: &[ExportFormat],
 ) -> Result<Profile> {
-    let run = match RunDir::create(logdir) {
-        Ok(run) => run,
-        Err(e) => return Err(e.with_profile(profile)),
-    };
-    let file = run.host_file(profile.host_name());
-    if let Err(e) = xplane::write(&file, profile.xspace()) {
-        return Err(e.with_profile(profile));
+    let host = profile.host_name().to_owned();
+    let written = RunDir::create(logdir).and_then(|run| run.write(&mut profile, &host, formats));
+    match written {
+        Ok(()) => Ok(profile),
+        Err(e) => Err(e.with_profile(profile)),
     }
-    profile.add_file(file);
-    for &format in formats.iter().filter(|&&f| f != ExportFormat::XPlane) {
-        let path = crate::formats::host_file(run.path(), profile.host_name(), format);
-        match crate::formats::write(profile.xspace(), format, &path) {
-            Ok(_) => profile.add_file(path),
-            Err(e) => return Err(e.with_profile(profile)),
-        }
-    }
-    Ok(profile)
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ use opentelemetry_sdk::Resource;
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, ErrorKind, Result};
 
-use crate::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
+use crate::timeline::{mix, Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
 /// Default bound on each export request.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -275,14 +275,6 @@ fn session_id(timeline: &Timeline<'_>) -> u64 {
         h = mix(h ^ u64::from(b));
     }
     h
-}
-
-/// SplitMix64's finaliser: a bijection that spreads neighbouring inputs apart.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// The 16-byte trace id of the trace rooted at event `root` (never zero).

@@ -246,26 +246,6 @@ async fn capture_all(args: &Args) -> Vec<Outcome> {
     outcomes
 }
 
-/// Writes one host's `.xplane.pb` and the other formats asked for into the run.
-fn write_host(
-    run: &RunDir,
-    address: &str,
-    space: profiler_core::xspace::XSpace,
-    formats: &[ExportFormat],
-) -> Result<Profile, String> {
-    let file = run.host_file(address);
-    profiler_export::xplane::write(&file, &space).map_err(|e| e.to_string())?;
-    let mut profile = Profile::new(space);
-    profile.add_file(file);
-    let others =
-        profiler_export::formats::write_all(profile.xspace(), run.path(), address, formats)
-            .map_err(|e| e.to_string())?;
-    for other in others {
-        profile.add_file(other);
-    }
-    Ok(profile)
-}
-
 /// Sends one host's profile to the collector; false when that failed.
 fn send_otlp(address: &str, profile: &Profile, options: &OtlpOptions) -> bool {
     match profile.export_otlp(options) {
@@ -302,8 +282,9 @@ fn report(args: &Args, outcomes: Vec<Outcome>) -> i32 {
                     }
                 }
                 let Some(run) = &run else { continue };
-                match write_host(run, &address, *space, &args.formats) {
-                    Ok(profile) => {
+                let mut profile = Profile::new(*space);
+                match run.write(&mut profile, &address, &args.formats) {
+                    Ok(()) => {
                         written += 1;
                         let files: Vec<_> = profile
                             .files()

@@ -1,0 +1,371 @@
+//! One walk over an [`XSpace`] in the shape every timeline format wants: processes,
+//! threads, properly nested slices, counters and flows.
+//!
+//! Perfetto, Chrome JSON and OTLP all differ from XPlane in the same ways, so the
+//! differences are settled here once and each exporter is a [`Visitor`]:
+//!
+//! - **Time.** XPlane lines are relative to the profile start (absolute nanoseconds
+//!   overflow XProf's picosecond arithmetic); the wall-clock start lives on the
+//!   `Task Environment` plane. Files whose lines are already absolute (older
+//!   TensorFlow) are detected and rebased. Times handed to visitors are picoseconds
+//!   from [`Origin::unix_ns`].
+//! - **Nesting.** Begin/end formats need slices on one track to nest. Events that
+//!   partially overlap an enclosing one (possible in files from other producers) move
+//!   to an extra lane of the same line, shown as its own thread, instead of being
+//!   clipped: no duration changes between formats.
+//! - **Flows.** `_p`/`_c` producer/consumer links and `correlation_id` (a host launch
+//!   and the device activity it started) become flow ids, only when both ends are
+//!   slices (not instants) in the profile.
+//! - **Counters.** Events on XProf's `_counters_` line are samples of counter tracks.
+//!
+//! The walk holds one stack per lane and the flow index; it never copies events, so
+//! exporting costs memory for the output buffer only.
+//!
+//! [`lines`] walks a plane's lines into threads, lanes and counter tracks; [`flows`]
+//! finds the links and which have both ends.
+
+mod flows;
+mod lines;
+
+use std::borrow::Cow;
+
+use profiler_core::schema;
+use profiler_core::xspace::{XLine, XPlane, XSpace, XStat, XStatValue};
+
+pub(crate) use flows::mix;
+pub use flows::FlowIds;
+use flows::FlowIndex;
+use lines::{PlaneWalk, Tids};
+
+/// The line XProf reads counter samples from.
+pub const COUNTERS_LINE: &str = schema::COUNTERS_LINE;
+
+/// Stat linking a host launch to device activity (CUPTI's correlation id).
+pub const CORRELATION_ID: &str = "correlation_id";
+
+/// Stats that describe links rather than the event: they become flows, not arguments.
+const LINK_STATS: [&str; 5] = [
+    schema::PRODUCER_TYPE,
+    schema::PRODUCER_ID,
+    schema::CONSUMER_TYPE,
+    schema::CONSUMER_ID,
+    schema::IS_ROOT,
+];
+
+/// Line timestamps at or past this (about 1973 in Unix nanoseconds) are absolute.
+const ABSOLUTE_NS: i64 = 100_000_000_000_000_000;
+
+/// Where the timeline starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// Wall-clock time of picosecond 0, in nanoseconds since the Unix epoch (0 when the
+    /// file records no wall-clock start).
+    pub unix_ns: i64,
+    /// Subtracted from every line's `timestamp_ns` to rebase it on the origin.
+    line_base_ns: i64,
+}
+
+impl Origin {
+    /// The origin of `space`: its `profile_start_time` when lines are relative to it,
+    /// the earliest line start when lines are absolute.
+    pub fn of(space: &XSpace) -> Origin {
+        let first_line = space
+            .planes
+            .iter()
+            .flat_map(|p| &p.lines)
+            .filter(|l| !l.events.is_empty())
+            .map(|l| l.timestamp_ns)
+            .min()
+            .unwrap_or(0);
+        if first_line >= ABSOLUTE_NS {
+            return Origin {
+                unix_ns: first_line,
+                line_base_ns: first_line,
+            };
+        }
+        let start = space
+            .plane(schema::TASK_ENV_PLANE)
+            .and_then(|p| p.find_stat(&p.stats, schema::PROFILE_START_TIME))
+            .and_then(|v| match v {
+                XStatValue::Uint64(n) => i64::try_from(*n).ok(),
+                XStatValue::Int64(n) => Some(*n),
+                _ => None,
+            })
+            .unwrap_or(0);
+        Origin {
+            unix_ns: start,
+            line_base_ns: 0,
+        }
+    }
+
+    /// Nanoseconds since the Unix epoch of `ps` picoseconds from the origin.
+    pub fn to_unix_ns(&self, ps: i64) -> i64 {
+        self.unix_ns.saturating_add(ps.div_euclid(1000))
+    }
+
+    /// Where `line` starts, in picoseconds from the origin.
+    fn line_start_ps(&self, line: &XLine) -> i64 {
+        (line.timestamp_ns - self.line_base_ns).saturating_mul(1000)
+    }
+}
+
+/// A plane shown as a process.
+#[derive(Debug)]
+pub struct Process<'a> {
+    /// Process id in the exported trace: the plane's position, from 1.
+    pub pid: u32,
+    /// The plane's name (`/host:CPU`, `/device:GPU:0`).
+    pub name: &'a str,
+    /// The plane.
+    pub plane: &'a XPlane,
+}
+
+/// A line (or an extra lane of one) shown as a thread.
+#[derive(Clone, Debug)]
+pub struct Thread<'a> {
+    /// The process it belongs to.
+    pub pid: u32,
+    /// Thread id, unique within the process: the line's (display) id truncated to 32
+    /// bits as XProf truncates it, or a fresh id for extra lanes and clashes.
+    pub tid: u32,
+    /// The line's (display) name; extra lanes get ` (2)`, ` (3)`, ….
+    pub name: Cow<'a, str>,
+    /// Unique across the timeline: `pid << 32 | tid`.
+    pub key: u64,
+}
+
+/// One event: a slice with a duration, or an instant when `duration_ps` is 0.
+#[derive(Debug)]
+pub struct Slice<'a, 'b> {
+    /// The thread (lane) it is on.
+    pub thread: &'b Thread<'a>,
+    /// Event name.
+    pub name: &'a str,
+    /// Category: `host`, `device` or the plane name.
+    pub category: &'a str,
+    /// Picoseconds from the origin.
+    pub start_ps: i64,
+    /// Picoseconds.
+    pub duration_ps: i64,
+    /// Position in the walk, unique across the timeline.
+    pub seq: u64,
+    /// The enclosing slice on the same lane, if any.
+    pub parent: Option<u64>,
+    /// The outermost slice enclosing this one (itself when it has no parent).
+    pub root: u64,
+    /// Flows that start at this slice.
+    pub flows_out: FlowIds,
+    /// Flows that end at this slice.
+    pub flows_in: FlowIds,
+    stats: [&'a [XStat]; 2],
+    plane: &'a XPlane,
+    hidden: &'b [i64],
+}
+
+impl<'a> Slice<'a, '_> {
+    /// The event's arguments: its stats, then its metadata's, without link stats.
+    pub fn args(&self) -> impl Iterator<Item = (&'a str, Arg<'a>)> + '_ {
+        let plane = self.plane;
+        self.stats
+            .into_iter()
+            .flatten()
+            .filter(|s| !self.hidden.contains(&s.metadata_id))
+            .filter_map(move |s| {
+                let name = plane.stat_name(s.metadata_id)?;
+                Some((name, Arg::of(plane, s.value.as_ref()?)))
+            })
+    }
+
+    /// Whether the event is an instant (zero duration).
+    pub fn is_instant(&self) -> bool {
+        self.duration_ps == 0
+    }
+}
+
+/// An argument value, borrowed from the space.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg<'a> {
+    /// Signed integer.
+    Int(i64),
+    /// Unsigned integer.
+    Uint(u64),
+    /// Floating point.
+    Double(f64),
+    /// Text (a string stat, or a stat referring to an interned name).
+    Str(&'a str),
+    /// Raw bytes.
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Arg<'a> {
+    fn of(plane: &'a XPlane, value: &'a XStatValue) -> Arg<'a> {
+        match value {
+            XStatValue::Int64(v) => Arg::Int(*v),
+            XStatValue::Uint64(v) => Arg::Uint(*v),
+            XStatValue::Double(v) => Arg::Double(*v),
+            XStatValue::Str(s) => Arg::Str(s),
+            XStatValue::Bytes(b) => Arg::Bytes(b),
+            XStatValue::Ref(id) => Arg::Str(
+                i64::try_from(*id)
+                    .ok()
+                    .and_then(|id| plane.stat_name(id))
+                    .unwrap_or(""),
+            ),
+        }
+    }
+
+    /// The value as a number, for counters.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Arg::Int(v) => Some(v as f64),
+            Arg::Uint(v) => Some(v as f64),
+            Arg::Double(v) => Some(v),
+            Arg::Str(_) | Arg::Bytes(_) => None,
+        }
+    }
+}
+
+/// A counter track: one numeric stat of one counter name on a plane.
+#[derive(Clone, Debug)]
+pub struct CounterTrack<'a> {
+    /// The process it belongs to.
+    pub pid: u32,
+    /// Track name: the counter's name, or `name stat` when the stat is not `value`.
+    pub name: Cow<'a, str>,
+    /// The stat's name (the series).
+    pub series: &'a str,
+    /// Unique across the timeline, never equal to a process or thread key.
+    pub key: u64,
+}
+
+/// What an exporter does with each part of the walk. Calls come in this order: a
+/// process before its threads and counter tracks, a thread before its slices, a slice's
+/// `slice_end` after its children's; `slice_end` is not called for instants.
+pub trait Visitor<'a> {
+    /// The error the visitor's output can fail with.
+    type Error;
+
+    /// A plane, as a process.
+    ///
+    /// # Errors
+    /// The visitor's output error.
+    fn process(&mut self, process: &Process<'a>) -> Result<(), Self::Error>;
+    /// A line or lane, as a thread, before its first slice.
+    ///
+    /// # Errors
+    /// The visitor's output error.
+    fn thread(&mut self, thread: &Thread<'a>) -> Result<(), Self::Error>;
+    /// A slice starts (or an instant happens).
+    ///
+    /// # Errors
+    /// The visitor's output error.
+    fn slice(&mut self, slice: &Slice<'a, '_>) -> Result<(), Self::Error>;
+    /// The innermost open slice of `thread` ends.
+    ///
+    /// # Errors
+    /// The visitor's output error.
+    fn slice_end(&mut self, thread: &Thread<'a>, end_ps: i64) -> Result<(), Self::Error>;
+    /// A counter track, before its first sample.
+    ///
+    /// # Errors
+    /// The visitor's output error.
+    fn counter_track(&mut self, track: &CounterTrack<'a>) -> Result<(), Self::Error>;
+    /// A counter sample.
+    ///
+    /// # Errors
+    /// The visitor's output error.
+    fn counter(
+        &mut self,
+        track: &CounterTrack<'a>,
+        at_ps: i64,
+        value: Arg<'a>,
+    ) -> Result<(), Self::Error>;
+}
+
+/// Totals of one walk: what each format must agree on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Slices and instants.
+    pub slices: u64,
+    /// Sum of slice durations, in picoseconds.
+    pub duration_ps: i128,
+    /// Counter samples.
+    pub counter_samples: u64,
+    /// Flows with both ends.
+    pub flows: u64,
+    /// Lines or lanes shown as threads.
+    pub threads: u64,
+}
+
+/// A walk over one space.
+#[derive(Debug)]
+pub struct Timeline<'a> {
+    space: &'a XSpace,
+    origin: Origin,
+    flows: FlowIndex,
+}
+
+impl<'a> Timeline<'a> {
+    /// Prepares a walk over `space`: finds its origin and which flows have both ends.
+    pub fn new(space: &'a XSpace) -> Timeline<'a> {
+        Timeline {
+            space,
+            origin: Origin::of(space),
+            flows: FlowIndex::build(space),
+        }
+    }
+
+    /// Where the timeline's picosecond 0 is.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// The space walked.
+    pub fn space(&self) -> &'a XSpace {
+        self.space
+    }
+
+    /// Host name of the space.
+    pub fn host_name(&self) -> &'a str {
+        self.space
+            .hostnames
+            .first()
+            .map_or("localhost", String::as_str)
+    }
+
+    /// Walks every exported plane (all but `Task Environment`) through `visitor`.
+    ///
+    /// # Errors
+    /// The first error the visitor returns; the walk stops there.
+    pub fn walk<V: Visitor<'a>>(&self, visitor: &mut V) -> Result<Totals, V::Error> {
+        let mut totals = Totals {
+            flows: self.flows.len() as u64,
+            ..Totals::default()
+        };
+        let mut seq = 0u64;
+        // Thread ids are unique across planes, not only within one: Perfetto treats a
+        // tid as system-wide and would merge a GPU stream with a host thread of the
+        // same number.
+        let mut tids = Tids::default();
+        let planes = self.space.planes.iter().filter(|p| {
+            p.name != schema::TASK_ENV_PLANE && p.lines.iter().any(|l| !l.events.is_empty())
+        });
+        for (index, plane) in planes.enumerate() {
+            let process = Process {
+                pid: index as u32 + 1,
+                name: &plane.name,
+                plane,
+            };
+            visitor.process(&process)?;
+            let mut walk = PlaneWalk::new(self, &process, &mut tids);
+            for line in &plane.lines {
+                if line.name == COUNTERS_LINE {
+                    walk.counters(line, visitor, &mut totals)?;
+                } else {
+                    walk.line(line, visitor, &mut totals, &mut seq)?;
+                }
+            }
+        }
+        Ok(totals)
+    }
+}
