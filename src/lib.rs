@@ -102,6 +102,24 @@ pub fn stop() -> Result<Profile> {
     profiler_core::session::stop()
 }
 
+/// Pauses recording, as MXNet's `profiler.pause()`; see [`resume`]. Annotations open at
+/// the pause still close; the timeline shows the pause as a `Paused` event on the
+/// `Profiler` line.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session runs.
+pub fn pause() -> Result<()> {
+    profiler_core::session::pause()
+}
+
+/// Resumes recording after [`pause`].
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session runs.
+pub fn resume() -> Result<()> {
+    profiler_core::session::resume()
+}
+
 fn writer(logdir: PathBuf, formats: Vec<ExportFormat>) -> profiler_core::session::Finisher {
     Box::new(move |profile| export::logdir::write_logdir_formats(&logdir, profile, &formats))
 }

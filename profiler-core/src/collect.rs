@@ -17,8 +17,14 @@ use crate::xspace::{
 };
 
 /// Builds the space of session `generation`, recorded between `start` and `stop` at
-/// `host_level`.
-pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor, host_level: u8) -> XSpace {
+/// `host_level`, with `pauses` (start and end ticks) shown on the `Profiler` line.
+pub(crate) fn collect(
+    generation: u64,
+    start: &Anchor,
+    stop: &Anchor,
+    host_level: u8,
+    pauses: &[(u64, u64)],
+) -> XSpace {
     let scale = TickScale::between(start, stop);
     let stop_ns = scale.to_ns(stop.ticks);
     let mut host = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
@@ -57,6 +63,24 @@ pub(crate) fn collect(generation: u64, start: &Anchor, stop: &Anchor, host_level
         if let Some(line) = build_line(events, tasks::TASKS_LINE_ID + lane as u32, &name) {
             host.add_line(line);
         }
+    }
+
+    let paused = pauses
+        .iter()
+        .filter(|&&(from, to)| to > start.ticks && from < stop.ticks)
+        .map(|&(from, to)| {
+            let from = scale.to_ns(from).min(stop_ns);
+            let to = scale.to_ns(to).min(stop_ns);
+            XEvent {
+                metadata_id: host.event_metadata_id(schema::PAUSED),
+                data: Some(XEventData::OffsetPs(ps(from))),
+                duration_ps: ps(to.max(from) - from),
+                stats: Vec::new(),
+            }
+        })
+        .collect();
+    if let Some(line) = build_line(paused, schema::PROFILER_LINE_ID, schema::PROFILER_LINE) {
+        host.add_line(line);
     }
 
     if !samples.is_empty() {

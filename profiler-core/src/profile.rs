@@ -59,12 +59,13 @@ impl Profile {
         &self.space.warnings
     }
 
-    /// Number of events on the host plane (counter samples are not events).
+    /// Number of events on the host plane (counter samples and the profiler's own
+    /// `Paused` events are not counted).
     pub fn event_count(&self) -> usize {
         self.space.plane(schema::HOST_PLANE).map_or(0, |p| {
             p.lines
                 .iter()
-                .filter(|l| l.name != schema::COUNTERS_LINE)
+                .filter(|l| l.name != schema::COUNTERS_LINE && l.name != schema::PROFILER_LINE)
                 .map(|l| l.events.len())
                 .sum()
         })

@@ -38,3 +38,10 @@ pub const COUNTERS_LINE: &str = "_counters_";
 pub const COUNTER_VALUE: &str = "value";
 /// Line id of [`COUNTERS_LINE`], apart from thread ids and the `Tasks` lanes.
 pub const COUNTERS_LINE_ID: u32 = 0x7e00_0000;
+
+/// The host line of the profiler's own state: a [`PAUSED`] event per pause.
+pub const PROFILER_LINE: &str = "Profiler";
+/// Line id of [`PROFILER_LINE`].
+pub const PROFILER_LINE_ID: u32 = 0x7e00_0001;
+/// An interval during which the session was paused (`prof::pause` to `prof::resume`).
+pub const PAUSED: &str = "Paused";

@@ -49,6 +49,10 @@ struct Running {
     options: ProfileOptions,
     /// `None` while `delay_ms` has not elapsed.
     start: Option<Anchor>,
+    /// Ticks at which the current pause began; `Some` while paused.
+    paused_at: Option<u64>,
+    /// Pauses that ended, as (start, end) ticks.
+    pauses: Vec<(u64, u64)>,
     finisher: Option<Finisher>,
     /// Dropping it wakes and ends the session's timer thread.
     _cancel_timer: Option<mpsc::Sender<()>>,
@@ -95,6 +99,8 @@ pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> 
         generation,
         options,
         start,
+        paused_at: None,
+        pauses: Vec::new(),
         finisher,
         _cancel_timer: cancel,
     });
@@ -118,6 +124,57 @@ pub fn stop() -> Result<Profile> {
     }
 }
 
+/// Pauses recording, as MXNet's `profiler.pause()`: until [`resume`], annotations,
+/// spans and counters cost one atomic load and record nothing, while the session keeps
+/// its buffers and its place. Annotations open at the pause still close when their
+/// guards drop; the timeline shows the pause as a `Paused` event on the `Profiler`
+/// line. Pausing a paused session does nothing.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session runs.
+pub fn pause() -> Result<()> {
+    let mut state = state();
+    let State::Running(running) = &mut *state else {
+        return Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            "no profiling session is running: call start before pause",
+        ));
+    };
+    if running.paused_at.is_none() {
+        HOST_LEVEL.store(0, Ordering::Release);
+        running.paused_at = Some(crate::clock::now());
+    }
+    Ok(())
+}
+
+/// Resumes recording after [`pause`]. Resuming a session that is not paused does
+/// nothing.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session runs.
+pub fn resume() -> Result<()> {
+    let mut state = state();
+    let State::Running(running) = &mut *state else {
+        return Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            "no profiling session is running: call start before resume",
+        ));
+    };
+    if let Some(paused_at) = running.paused_at.take() {
+        running.pauses.push((paused_at, crate::clock::now()));
+        // Still waiting for `delay_ms`: the timer opens the gate.
+        if running.start.is_some() {
+            HOST_LEVEL.store(running.options.host_tracer_level as u8, Ordering::Release);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the running session is paused.
+pub fn is_paused() -> bool {
+    matches!(&*state(), State::Running(r) if r.paused_at.is_some())
+}
+
 fn open_gate(options: &ProfileOptions) -> Anchor {
     let anchor = Anchor::now();
     HOST_LEVEL.store(options.host_tracer_level as u8, Ordering::Release);
@@ -128,11 +185,15 @@ fn finish(mut running: Running) -> Result<Profile> {
     HOST_LEVEL.store(0, Ordering::Release);
     let stop = Anchor::now();
     let start = running.start.unwrap_or(stop);
+    if let Some(paused_at) = running.paused_at.take() {
+        running.pauses.push((paused_at, stop.ticks));
+    }
     let mut space = collect(
         running.generation,
         &start,
         &stop,
         running.options.host_tracer_level as u8,
+        &running.pauses,
     );
     let ignored: Vec<_> = running
         .options
@@ -176,7 +237,12 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
                 let mut state = state();
                 match &mut *state {
                     State::Running(r) if r.generation == generation => {
-                        r.start = Some(open_gate(&r.options));
+                        let anchor = Anchor::now();
+                        if r.paused_at.is_none() {
+                            HOST_LEVEL
+                                .store(r.options.host_tracer_level as u8, Ordering::Release);
+                        }
+                        r.start = Some(anchor);
                     }
                     _ => return,
                 }
