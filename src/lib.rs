@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
-pub use profiler_core::{options, schema, xspace};
+pub use profiler_core::{options, schema, summary, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,

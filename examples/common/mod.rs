@@ -112,6 +112,10 @@ pub fn report(profile: &prof::Profile, args: &Args, stats: &str) -> Result<(), S
         println!("  warning: {warning}");
     }
     println!(
+        "{}",
+        profile.summary(&prof::summary::SummaryOptions::default().limit(10))
+    );
+    println!(
         "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
         logdir.display(),
         logdir.display()

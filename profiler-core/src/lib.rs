@@ -57,6 +57,7 @@ pub mod options;
 pub mod profile;
 pub mod schema;
 pub mod session;
+pub mod summary;
 pub mod xspace;
 
 pub use annotation::Trace;

@@ -45,3 +45,13 @@ pub const PROFILER_LINE: &str = "Profiler";
 pub const PROFILER_LINE_ID: u32 = 0x7e00_0001;
 /// An interval during which the session was paused (`prof::pause` to `prof::resume`).
 pub const PAUSED: &str = "Paused";
+
+/// Name of the host lines holding async task lifetimes (`Tasks`, `Tasks 2`, ...).
+pub const TASKS_LINE: &str = "Tasks";
+/// Id of the first [`TASKS_LINE`]; thread line ids count up from 1 and never get here.
+pub const TASKS_LINE_ID: u32 = 0x7f00_0000;
+
+/// Counter of host heap bytes in use, kept by `TrackingAllocator`.
+pub const HOST_BYTES_IN_USE: &str = "host_bytes_in_use";
+/// Counter of live host heap allocations, kept by `TrackingAllocator`.
+pub const HOST_ALLOCATIONS: &str = "host_allocations";

@@ -239,8 +239,7 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
                     State::Running(r) if r.generation == generation => {
                         let anchor = Anchor::now();
                         if r.paused_at.is_none() {
-                            HOST_LEVEL
-                                .store(r.options.host_tracer_level as u8, Ordering::Release);
+                            HOST_LEVEL.store(r.options.host_tracer_level as u8, Ordering::Release);
                         }
                         r.start = Some(anchor);
                     }

@@ -65,7 +65,10 @@ fn nothing_is_recorded_while_paused() {
     assert_eq!(support::names(host, profiler), [schema::PAUSED]);
     let (pause_start, pause_end) = support::span(profiler, &profiler.events[0]);
     assert!(pause_start >= before_end && pause_end <= after_start);
-    assert!(pause_end - pause_start >= 5_000_000_000, "the 5 ms sleep is inside");
+    assert!(
+        pause_end - pause_start >= 5_000_000_000,
+        "the 5 ms sleep is inside"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use profiler_core::summary::SummaryOptions;
 use profiler_core::{ConfigValue, ExportFormat, Profile};
 use profiler_export::link::{LinkOptions, LinkOutcome};
 use profiler_export::otlp::{OtlpOptions, Protocol};
@@ -36,6 +37,8 @@ options:
   --otlp ENDPOINT          also send every host's spans to an OpenTelemetry collector
                            (http://host:4317 for gRPC, http://host:4318 for HTTP)
   --otlp-protocol P        grpc (default) or http/protobuf
+  --summary N              print each host's N busiest event names (default 10;
+                           0 prints none)
   --perfetto-link          serve the first host's Perfetto trace once to
                            ui.perfetto.dev and print the link (waits up to 5 min)
   -h, --help               this text
@@ -53,6 +56,8 @@ struct Args {
     formats: Vec<ExportFormat>,
     otlp: Option<OtlpOptions>,
     perfetto_link: bool,
+    /// Rows of the summary printed per host; 0 prints none.
+    summary_rows: usize,
 }
 
 fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
@@ -65,6 +70,7 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
     let mut otlp = None;
     let mut protocol = Protocol::Grpc;
     let mut perfetto_link = false;
+    let mut summary_rows = 10;
     let mut it = argv.into_iter();
     while let Some(arg) = it.next() {
         let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
@@ -88,6 +94,7 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
             "--duration-ms" => request.duration_ms = number(&arg, value(&arg)?)?,
             "--delay-ms" => request.delay_ms = number(&arg, value(&arg)?)?,
             "--logdir" => logdir = PathBuf::from(value(&arg)?),
+            "--summary" => summary_rows = number(&arg, value(&arg)?)? as usize,
             "--attempts" => attempts = number(&arg, value(&arg)?)?.clamp(1, 100) as u32,
             "--host-tracer-level" => request.host_tracer_level = number(&arg, value(&arg)?)? as u32,
             "--device-tracer-level" => {
@@ -146,6 +153,7 @@ fn parse(argv: Vec<String>) -> Result<Option<Args>, String> {
         formats,
         otlp,
         perfetto_link,
+        summary_rows,
     }))
 }
 
@@ -300,6 +308,10 @@ fn report(args: &Args, outcomes: Vec<Outcome>) -> i32 {
                         for warning in profile.warnings() {
                             println!("  warning: {warning}");
                         }
+                        if args.summary_rows > 0 {
+                            let options = SummaryOptions::default().limit(args.summary_rows);
+                            println!("{}", profile.summary(&options));
+                        }
                         if let Some(otlp) = &args.otlp {
                             failed += usize::from(!send_otlp(&address, &profile, otlp));
                         }
@@ -380,6 +392,9 @@ mod tests {
         );
         assert_eq!(a.logdir, PathBuf::from("logs"));
         assert_eq!(a.request.repository_root, "logs/plugins/profile");
+        assert_eq!(a.summary_rows, 10);
+        let quiet = args("h:1 --summary 0").expect("parses").expect("not help");
+        assert_eq!(quiet.summary_rows, 0);
     }
 
     #[test]

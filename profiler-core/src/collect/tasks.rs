@@ -46,10 +46,7 @@ pub(crate) const PROF_TASK: u64 = 1 << 63;
 /// Level from which the polls of `tracing` tasks are linked by flows.
 const FLOW_LEVEL: u8 = 3;
 
-/// Name of the lines holding task lifetimes.
-pub(crate) const TASKS_LINE: &str = "Tasks";
-/// Id of the first `Tasks` line; thread line ids count up from 1 and never get here.
-pub(crate) const TASKS_LINE_ID: u32 = 0x7f00_0000;
+pub(crate) use crate::schema::{TASKS_LINE, TASKS_LINE_ID};
 /// XProf context type of the poll-to-poll links: TSL's `ContextType::kGeneric`.
 const CONTEXT_TYPE: i64 = 0;
 

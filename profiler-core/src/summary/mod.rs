@@ -1,0 +1,483 @@
+//! Summary tables: per-name aggregates of a profile, as MXNet's `dumps()` with
+//! `aggregate_stats` and torch's `key_averages().table()` print them.
+//!
+//! ```
+//! use profiler_core::summary::{SortBy, SummaryOptions};
+//! use profiler_core::{session, trace, ProfileOptions};
+//!
+//! session::start(ProfileOptions::default(), None)?;
+//! for step in 0..3 {
+//!     let _s = trace!("Train", step_num = step);
+//!     let _f = trace!("forward");
+//! }
+//! let profile = session::stop()?;
+//! let summary = profile.summary(&SummaryOptions::default().sort_by(SortBy::Count));
+//! let forward = summary.row("forward").expect("forward was recorded");
+//! assert_eq!(forward.count, 3);
+//! assert!(forward.total_ns <= summary.row("Train").unwrap().total_ns);
+//! println!("{summary}"); // an aligned table
+//! # Ok::<(), profiler_core::Error>(())
+//! ```
+//!
+//! Every plane but the task environment counts, so device kernels sit beside host
+//! annotations; the profiler's own lines (counters, pauses, async task lifetimes) do
+//! not. Self time is an event's duration minus that of the events nested directly
+//! inside it on the same line.
+
+mod render;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::profile::Profile;
+use crate::schema;
+use crate::xspace::{XLine, XPlane, XStatValue};
+
+/// A column to sort a summary by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SortBy {
+    /// Name, ascending.
+    Name,
+    /// Number of events, descending.
+    Count,
+    /// Total duration, descending.
+    Total,
+    /// Self duration, descending.
+    SelfTime,
+    /// Shortest event, descending.
+    Min,
+    /// Longest event, descending.
+    Max,
+    /// Mean duration, descending.
+    Mean,
+}
+
+impl std::str::FromStr for SortBy {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> crate::Result<SortBy> {
+        Ok(match s {
+            "name" => SortBy::Name,
+            "count" => SortBy::Count,
+            "total" => SortBy::Total,
+            "self" => SortBy::SelfTime,
+            "min" => SortBy::Min,
+            "max" => SortBy::Max,
+            "mean" => SortBy::Mean,
+            other => {
+                return Err(crate::Error::new(
+                    crate::ErrorKind::InvalidArgument,
+                    format!(
+                        "unknown summary column {other:?}; use one of name, count, total, self, min, max, mean"
+                    ),
+                ))
+            }
+        })
+    }
+}
+
+/// How rows are grouped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GroupBy {
+    /// One row per name over the whole run.
+    #[default]
+    Run,
+    /// One row per step and name; events outside every step form a group of their own.
+    Step,
+}
+
+/// What a summary shows: sorting, grouping and how many rows.
+#[derive(Clone, Debug)]
+pub struct SummaryOptions {
+    /// Column to sort by (default: total time).
+    pub sort_by: SortBy,
+    /// Rows kept per group, the first after sorting; `None` keeps all.
+    pub limit: Option<usize>,
+    /// Grouping (default: the whole run).
+    pub group_by: GroupBy,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            sort_by: SortBy::Total,
+            limit: None,
+            group_by: GroupBy::Run,
+        }
+    }
+}
+
+impl SummaryOptions {
+    /// Sorts by `column`.
+    pub fn sort_by(mut self, column: SortBy) -> Self {
+        self.sort_by = column;
+        self
+    }
+
+    /// Keeps the first `rows` rows of each group.
+    pub fn limit(mut self, rows: usize) -> Self {
+        self.limit = Some(rows);
+        self
+    }
+
+    /// Groups rows by `group`.
+    pub fn group_by(mut self, group: GroupBy) -> Self {
+        self.group_by = group;
+        self
+    }
+}
+
+/// Aggregates of the events sharing one name (in one step, when grouped by step).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    /// The step, when grouped by step; `None` for events outside every step, and for
+    /// every row of a summary over the whole run.
+    pub step: Option<i64>,
+    /// Event name.
+    pub name: String,
+    /// Number of events.
+    pub count: u64,
+    /// Sum of durations, ns.
+    pub total_ns: u64,
+    /// Sum of durations minus directly nested events, ns.
+    pub self_ns: u64,
+    /// Shortest event, ns.
+    pub min_ns: u64,
+    /// Longest event, ns.
+    pub max_ns: u64,
+    /// Share of the step time (of the whole run's steps, or of this row's step) spent
+    /// in these events; of the profile's duration when it recorded no steps. May pass
+    /// 1.0 when events overlap (several threads, nesting of the same name).
+    pub share: f64,
+}
+
+impl SummaryRow {
+    /// Mean duration, ns.
+    pub fn mean_ns(&self) -> f64 {
+        self.total_ns as f64 / self.count.max(1) as f64
+    }
+}
+
+/// One training step: its duration and, when a `TrackingAllocator` ran, the peak of
+/// host memory in use during it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRow {
+    /// Step number.
+    pub step: i64,
+    /// Duration, ns (the longest step event of that number).
+    pub duration_ns: u64,
+    /// Highest `host_bytes_in_use` sample during the step, if any was taken.
+    pub peak_host_bytes: Option<f64>,
+}
+
+/// A profile's summary: rows sorted and limited as asked, plus its steps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    rows: Vec<SummaryRow>,
+    steps: Vec<StepRow>,
+    options_group: GroupBy,
+    /// What `share` is a share of: "step" or "run".
+    share_of: &'static str,
+}
+
+impl Summary {
+    /// Summarises `profile`.
+    pub fn of(profile: &Profile, options: &SummaryOptions) -> Summary {
+        let events = flatten(profile);
+        let steps = step_spans(&events, profile);
+        let step_total: u64 = steps.iter().map(|s| s.end - s.start).sum();
+        let (share_of, run_denominator) = if steps.is_empty() {
+            let run = profile
+                .wall_time_ns()
+                .map_or(0, |(start, stop)| stop.saturating_sub(start));
+            let run = if run == 0 {
+                events.iter().map(|e| e.end).max().unwrap_or(0)
+                    - events.iter().map(|e| e.start).min().unwrap_or(0)
+            } else {
+                run
+            };
+            ("run", run)
+        } else {
+            ("step", step_total)
+        };
+
+        let mut groups: HashMap<(Option<i64>, &str), SummaryRow> = HashMap::new();
+        for e in &events {
+            let step = match options.group_by {
+                GroupBy::Run => None,
+                GroupBy::Step => steps
+                    .iter()
+                    .find(|s| s.start <= e.start && e.start < s.end.max(s.start + 1))
+                    .map(|s| s.step),
+            };
+            let dur = e.end - e.start;
+            let row = groups.entry((step, e.name)).or_insert_with(|| SummaryRow {
+                step,
+                name: e.name.to_owned(),
+                count: 0,
+                total_ns: 0,
+                self_ns: 0,
+                min_ns: u64::MAX,
+                max_ns: 0,
+                share: 0.0,
+            });
+            row.count += 1;
+            row.total_ns += dur;
+            row.self_ns += e.self_ns;
+            row.min_ns = row.min_ns.min(dur);
+            row.max_ns = row.max_ns.max(dur);
+        }
+        let mut rows: Vec<SummaryRow> = groups.into_values().collect();
+        for row in &mut rows {
+            let denominator = match row.step {
+                Some(n) if options.group_by == GroupBy::Step => steps
+                    .iter()
+                    .filter(|s| s.step == n)
+                    .map(|s| s.end - s.start)
+                    .sum(),
+                _ => run_denominator,
+            };
+            row.share = if denominator == 0 {
+                0.0
+            } else {
+                row.total_ns as f64 / denominator as f64
+            };
+        }
+        rows.sort_by(|a, b| {
+            // Groups in step order (steps first, then events outside steps).
+            let group = |r: &SummaryRow| (r.step.is_none(), r.step);
+            group(a)
+                .cmp(&group(b))
+                .then_with(|| compare(a, b, options.sort_by))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        if let Some(limit) = options.limit {
+            let mut kept = Vec::with_capacity(rows.len());
+            let mut in_group = 0;
+            let mut last = None;
+            for row in rows {
+                if Some(row.step) != last {
+                    last = Some(row.step);
+                    in_group = 0;
+                }
+                if in_group < limit {
+                    kept.push(row);
+                }
+                in_group += 1;
+            }
+            rows = kept;
+        }
+        Summary {
+            rows,
+            steps: step_rows(&steps, profile),
+            options_group: options.group_by,
+            share_of,
+        }
+    }
+
+    /// The rows, sorted and limited as asked.
+    pub fn rows(&self) -> &[SummaryRow] {
+        &self.rows
+    }
+
+    /// The first row named `name` (of the whole run, or of the first group holding it).
+    pub fn row(&self, name: &str) -> Option<&SummaryRow> {
+        self.rows.iter().find(|r| r.name == name)
+    }
+
+    /// The steps recorded, in step order.
+    pub fn steps(&self) -> &[StepRow] {
+        &self.steps
+    }
+
+    /// What [`SummaryRow::share`] is a share of: `"step"` when steps were recorded,
+    /// `"run"` otherwise.
+    pub fn share_of(&self) -> &'static str {
+        self.share_of
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.table())
+    }
+}
+
+impl Profile {
+    /// Per-name aggregates: count, total, self, min, max, mean and share of the step;
+    /// see [`Summary`].
+    pub fn summary(&self, options: &SummaryOptions) -> Summary {
+        Summary::of(self, options)
+    }
+}
+
+fn compare(a: &SummaryRow, b: &SummaryRow, by: SortBy) -> std::cmp::Ordering {
+    match by {
+        SortBy::Name => a.name.cmp(&b.name),
+        SortBy::Count => b.count.cmp(&a.count),
+        SortBy::Total => b.total_ns.cmp(&a.total_ns),
+        SortBy::SelfTime => b.self_ns.cmp(&a.self_ns),
+        SortBy::Min => b.min_ns.cmp(&a.min_ns),
+        SortBy::Max => b.max_ns.cmp(&a.max_ns),
+        SortBy::Mean => b.mean_ns().total_cmp(&a.mean_ns()),
+    }
+}
+
+/// One event, on a common time axis (ns) shared by the lines of its producer.
+struct Flat<'a> {
+    name: &'a str,
+    start: u64,
+    end: u64,
+    self_ns: u64,
+    step: Option<i64>,
+}
+
+struct StepSpan {
+    step: i64,
+    start: u64,
+    end: u64,
+}
+
+/// Whether a line is one prof draws for itself rather than recorded work.
+fn is_bookkeeping(line: &XLine) -> bool {
+    line.name == schema::COUNTERS_LINE
+        || line.name == schema::PROFILER_LINE
+        || (line.id >= i64::from(schema::TASKS_LINE_ID) && line.name.starts_with("Tasks"))
+}
+
+fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
+    let mut out = Vec::new();
+    for plane in &profile.xspace().planes {
+        if plane.name == schema::TASK_ENV_PLANE {
+            continue;
+        }
+        let step_id = plane.stat_id(schema::STEP_NUM);
+        let root_id = plane.stat_id(schema::IS_ROOT);
+        for line in plane.lines.iter().filter(|l| !is_bookkeeping(l)) {
+            flatten_line(plane, line, step_id, root_id, &mut out);
+        }
+    }
+    out
+}
+
+fn flatten_line<'a>(
+    plane: &'a XPlane,
+    line: &XLine,
+    step_id: Option<i64>,
+    root_id: Option<i64>,
+    out: &mut Vec<Flat<'a>>,
+) {
+    let base = out.len();
+    let origin_ps = line.timestamp_ns.max(0) as u128 * 1000;
+    for e in &line.events {
+        let start_ps = origin_ps + e.offset_ps().max(0) as u128;
+        let start = (start_ps / 1000) as u64;
+        let end = ((start_ps + e.duration_ps.max(0) as u128) / 1000) as u64;
+        let is_root = root_id.is_some_and(|r| e.stats.iter().any(|s| s.metadata_id == r));
+        let step = step_id
+            .filter(|_| is_root)
+            .and_then(|id| e.stats.iter().find(|s| s.metadata_id == id))
+            .and_then(|s| match s.value {
+                Some(XStatValue::Int64(n)) => Some(n),
+                _ => None,
+            });
+        out.push(Flat {
+            name: plane.event_name(e.metadata_id).unwrap_or(""),
+            start,
+            end,
+            self_ns: end - start,
+            step,
+        });
+    }
+    // Self time: walk the line in start order (longest first on ties, so a parent
+    // precedes its children) with a stack of the events still open.
+    let mut order: Vec<usize> = (base..out.len()).collect();
+    order.sort_by(|&a, &b| {
+        out[a]
+            .start
+            .cmp(&out[b].start)
+            .then(out[b].end.cmp(&out[a].end))
+    });
+    let mut open: Vec<usize> = Vec::new();
+    for i in order {
+        while open.last().is_some_and(|&p| out[p].end <= out[i].start) {
+            open.pop();
+        }
+        if let Some(&parent) = open.last() {
+            if out[i].end <= out[parent].end {
+                let child = out[i].end - out[i].start;
+                out[parent].self_ns = out[parent].self_ns.saturating_sub(child);
+                open.push(i);
+            }
+            // A partial overlap is no nesting: it is neither the parent's child nor
+            // a parent of what follows.
+        } else {
+            open.push(i);
+        }
+    }
+}
+
+fn step_spans(events: &[Flat<'_>], _profile: &Profile) -> Vec<StepSpan> {
+    let mut steps: Vec<StepSpan> = events
+        .iter()
+        .filter_map(|e| {
+            e.step.map(|step| StepSpan {
+                step,
+                start: e.start,
+                end: e.end,
+            })
+        })
+        .collect();
+    steps.sort_by_key(|s| (s.start, s.step));
+    steps
+}
+
+fn step_rows(steps: &[StepSpan], profile: &Profile) -> Vec<StepRow> {
+    let memory = host_memory_samples(profile);
+    let mut rows: Vec<StepRow> = Vec::new();
+    for s in steps {
+        let peak = memory
+            .iter()
+            .filter(|(at, _)| s.start <= *at && *at <= s.end)
+            .map(|&(_, v)| v)
+            .reduce(f64::max);
+        match rows.iter_mut().find(|r| r.step == s.step) {
+            Some(row) => {
+                row.duration_ns = row.duration_ns.max(s.end - s.start);
+                row.peak_host_bytes = match (row.peak_host_bytes, peak) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => rows.push(StepRow {
+                step: s.step,
+                duration_ns: s.end - s.start,
+                peak_host_bytes: peak,
+            }),
+        }
+    }
+    rows.sort_by_key(|r| r.step);
+    rows
+}
+
+/// `host_bytes_in_use` samples as (ns on the host lines' axis, bytes).
+fn host_memory_samples(profile: &Profile) -> Vec<(u64, f64)> {
+    let Some(plane) = profile.xspace().plane(schema::HOST_PLANE) else {
+        return Vec::new();
+    };
+    let Some(line) = plane.lines.iter().find(|l| l.name == schema::COUNTERS_LINE) else {
+        return Vec::new();
+    };
+    line.events
+        .iter()
+        .filter(|e| plane.event_name(e.metadata_id) == Some(schema::HOST_BYTES_IN_USE))
+        .filter_map(|e| match plane.find_stat(&e.stats, schema::COUNTER_VALUE) {
+            Some(XStatValue::Double(v)) => {
+                let at = line.timestamp_ns.max(0) as u64 + (e.offset_ps().max(0) / 1000) as u64;
+                Some((at, *v))
+            }
+            _ => None,
+        })
+        .collect()
+}
