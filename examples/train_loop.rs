@@ -1,8 +1,11 @@
 //! A small CPU training loop on candle tensors, profiled into a TensorBoard/XProf logdir.
 //!
 //! ```text
-//! cargo run --example train_loop -- [--logdir DIR] [--steps N]
+//! cargo run --example train_loop -- [--logdir DIR] [--steps N] [--schedule W,U,A,R]
 //! ```
+//!
+//! With `--schedule WAIT,WARMUP,ACTIVE,REPEAT` only the schedule's active steps are
+//! recorded (as torch.profiler's schedule does), each window in a run of its own.
 //!
 //! Each step is a `Train` annotation with `step_num`, so XProf's overview page graphs
 //! step times; inside it, data loading, forward, backward and the optimizer update are
@@ -55,56 +58,121 @@ impl Mlp {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let args = common::parse_args("train_loop [--logdir DIR] [--steps N]", 20, |_, _| {
-        Ok(false)
+    let mut schedule = None;
+    let usage = "train_loop [--logdir DIR] [--steps N] [--schedule WAIT,WARMUP,ACTIVE,REPEAT]";
+    let args = common::parse_args(usage, 20, |flag, value| {
+        if flag != "--schedule" {
+            return Ok(false);
+        }
+        let n: Vec<u64> = value
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| format!("--schedule {value}: not numbers"))
+            })
+            .collect::<Result<_, _>>()?;
+        let [wait, warmup, active, repeat] = n[..] else {
+            return Err(format!(
+                "--schedule {value}: expected WAIT,WARMUP,ACTIVE,REPEAT"
+            ));
+        };
+        schedule = Some(prof::schedule::Schedule::new(wait, warmup, active).repeat(repeat));
+        Ok(true)
     })?;
+    if let Some(schedule) = schedule {
+        return scheduled(&args, schedule);
+    }
     let device = Device::Cpu;
     let (batch, inputs, hidden) = (64, 128, 256);
     let model = Mlp::new(inputs, hidden, &device)?;
-    // A fixed pool of batches: a step whose batch was produced before is a cache hit.
     let mut cache: Vec<(Tensor, Tensor)> = Vec::new();
 
     prof::start(&args.logdir, args.options(prof::ProfileOptions::default()))?;
     for step in 0..args.steps {
-        let step_trace = prof::trace!("Train", step_num = step);
-        let (x, y) = {
-            let load = prof::trace!("load_batch");
-            let slot = (step % 4) as usize;
-            let hit = slot < cache.len();
-            if !hit {
-                let x = Tensor::randn(0f32, 1.0, (batch, inputs), &device)?;
-                let y = Tensor::randn(0f32, 1.0, (batch, 1), &device)?;
-                cache.push((x, y));
-            }
-            prof::set_metadata!(load, in_cache = hit);
-            cache[slot].clone()
-        };
-        let pred = model.forward(&x)?;
-        let loss = {
-            let _t = prof::trace!("loss");
-            (pred - y)?.sqr()?.mean_all()?
-        };
-        let grads = {
-            let _t = prof::trace!("backward");
-            loss.backward()?
-        };
-        model.sgd(&grads, 0.01)?;
-        // Deferred field: the loss is known only at the end of the step.
-        let loss = loss.to_dtype(DType::F32)?.to_scalar::<f32>()?;
-        step_trace.set_metadata("loss", loss);
-        LOSS.set(loss);
+        train_step(&model, &mut cache, step, (batch, inputs), &device)?;
     }
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
+    common::report(&profile, &args, &stats(&profile))?;
+    Ok(())
+}
 
+/// The same loop under a step schedule: each window is written as its own run.
+fn scheduled(
+    args: &common::Args,
+    schedule: prof::schedule::Schedule,
+) -> Result<(), Box<dyn Error>> {
+    use prof::schedule::{tensorboard_trace_handler_formats, Profiler};
+
+    let device = Device::Cpu;
+    let model = Mlp::new(128, 256, &device)?;
+    let mut cache = Vec::new();
+    let handler = tensorboard_trace_handler_formats(&args.logdir, args.formats.clone(), |p| {
+        println!(
+            "window of steps {:?} written to {}",
+            p.steps(),
+            p.files()[0].display()
+        );
+    });
+    let mut profiler =
+        Profiler::new(prof::ProfileOptions::default(), schedule)?.on_trace_ready(handler);
+    profiler.start()?;
+    for step in 0..args.steps {
+        train_step(&model, &mut cache, step, (64, 128), &device)?;
+        profiler.step()?;
+    }
+    profiler.stop()?;
+    println!("{} window(s) recorded", profiler.windows_saved());
+    Ok(())
+}
+
+fn stats(profile: &prof::Profile) -> String {
     let threads = profile
         .xspace()
         .plane(prof::schema::HOST_PLANE)
         .map_or(0, |p| p.lines.len());
-    let stats = format!(
+    format!(
         "{} steps, {} events on {threads} thread(s)",
         profile.steps().len(),
         profile.event_count()
-    );
-    common::report(&profile, &args, &stats)?;
+    )
+}
+
+/// One training step. A fixed pool of batches: a step whose batch was produced before
+/// is a cache hit.
+fn train_step(
+    model: &Mlp,
+    cache: &mut Vec<(Tensor, Tensor)>,
+    step: u32,
+    (batch, inputs): (usize, usize),
+    device: &Device,
+) -> Result<(), Box<dyn Error>> {
+    let step_trace = prof::trace!("Train", step_num = step);
+    let (x, y) = {
+        let load = prof::trace!("load_batch");
+        let slot = (step % 4) as usize;
+        let hit = slot < cache.len();
+        if !hit {
+            let x = Tensor::randn(0f32, 1.0, (batch, inputs), device)?;
+            let y = Tensor::randn(0f32, 1.0, (batch, 1), device)?;
+            cache.push((x, y));
+        }
+        prof::set_metadata!(load, in_cache = hit);
+        cache[slot].clone()
+    };
+    let pred = model.forward(&x)?;
+    let loss = {
+        let _t = prof::trace!("loss");
+        (pred - y)?.sqr()?.mean_all()?
+    };
+    let grads = {
+        let _t = prof::trace!("backward");
+        loss.backward()?
+    };
+    model.sgd(&grads, 0.01)?;
+    // Deferred field: the loss is known only at the end of the step.
+    let loss = loss.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+    step_trace.set_metadata("loss", loss);
+    LOSS.set(loss);
     Ok(())
 }

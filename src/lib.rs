@@ -47,6 +47,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod schedule;
+
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
 pub use profiler_core::{options, schema, summary, xspace};

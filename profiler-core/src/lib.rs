@@ -55,6 +55,7 @@ pub mod future;
 pub mod layer;
 pub mod options;
 pub mod profile;
+pub mod schedule;
 pub mod schema;
 pub mod session;
 pub mod summary;

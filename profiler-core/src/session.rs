@@ -45,7 +45,11 @@ enum State {
 }
 
 struct Running {
+    /// Identifies the session (to its timer thread).
     generation: u64,
+    /// The buffer generation holding its records: `generation`, or a later one after
+    /// [`discard_recorded`].
+    records: u64,
     options: ProfileOptions,
     /// `None` while `delay_ms` has not elapsed.
     start: Option<Anchor>,
@@ -97,6 +101,7 @@ pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> 
     let start = delay.is_zero().then(|| open_gate(&options));
     *state = State::Running(Running {
         generation,
+        records: generation,
         options,
         start,
         paused_at: None,
@@ -170,6 +175,34 @@ pub fn resume() -> Result<()> {
     Ok(())
 }
 
+/// Drops everything the running session recorded so far and restarts its clock, while
+/// it keeps recording: how a step schedule discards its warm-up steps, as torch does.
+/// Annotations open at this point record nothing more.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no session runs.
+pub fn discard_recorded() -> Result<()> {
+    let mut state = state();
+    let State::Running(running) = &mut *state else {
+        return Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            "no profiling session is running: nothing to discard",
+        ));
+    };
+    let records = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+    buffer::begin_session(records, running.options.max_events);
+    running.records = records;
+    running.pauses.clear();
+    let now = Anchor::now();
+    if running.paused_at.is_some() {
+        running.paused_at = Some(now.ticks);
+    }
+    if running.start.is_some() {
+        running.start = Some(now);
+    }
+    Ok(())
+}
+
 /// Whether the running session is paused.
 pub fn is_paused() -> bool {
     matches!(&*state(), State::Running(r) if r.paused_at.is_some())
@@ -189,7 +222,7 @@ fn finish(mut running: Running) -> Result<Profile> {
         running.pauses.push((paused_at, stop.ticks));
     }
     let mut space = collect(
-        running.generation,
+        running.records,
         &start,
         &stop,
         running.options.host_tracer_level as u8,
