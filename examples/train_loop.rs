@@ -21,6 +21,11 @@ mod common;
 
 /// The loss after each step, as a counter track beside the timeline.
 static LOSS: prof::Counter = prof::Counter::new("loss");
+/// MXNet-style objects on a `training` line of their own: the epoch as a frame, and a
+/// marker where a checkpoint would be written.
+static TRAINING: prof::Domain = prof::Domain::new("training");
+static EPOCH: prof::Frame = prof::Frame::new(&TRAINING, "epoch");
+static CHECKPOINT: prof::Marker = prof::Marker::new(&TRAINING, "checkpoint");
 
 /// A two-layer perceptron regressing random targets.
 struct Mlp {
@@ -89,9 +94,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut cache: Vec<(Tensor, Tensor)> = Vec::new();
 
     prof::start(&args.logdir, args.options(prof::ProfileOptions::default()))?;
+    EPOCH.start();
     for step in 0..args.steps {
         train_step(&model, &mut cache, step, (batch, inputs), &device)?;
+        if step % 4 == 3 {
+            CHECKPOINT.mark(prof::MarkerScope::Process);
+        }
     }
+    EPOCH.stop();
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
     common::report(&profile, &args, &stats(&profile))?;
     Ok(())
@@ -132,7 +142,7 @@ fn stats(profile: &prof::Profile) -> String {
         .plane(prof::schema::HOST_PLANE)
         .map_or(0, |p| p.lines.len());
     format!(
-        "{} steps, {} events on {threads} thread(s)",
+        "{} steps, {} events on {threads} line(s)",
         profile.steps().len(),
         profile.event_count()
     )

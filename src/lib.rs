@@ -49,9 +49,10 @@ use std::path::{Path, PathBuf};
 
 pub mod schedule;
 
+pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
-pub use profiler_core::{options, schema, summary, xspace};
+pub use profiler_core::{domain, options, schema, summary, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,

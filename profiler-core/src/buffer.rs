@@ -491,22 +491,34 @@ impl Writer {
         }
     }
 
-    /// Writes an event; an instant one ends where it starts.
+    /// Writes an event; an instant one ends where it starts. `span` gives the start
+    /// and end ticks of an event that is already over.
     #[inline(always)]
-    fn push_event(&self, name: &'static str, instant: bool) -> Option<EventRef> {
+    fn push_event(
+        &self,
+        name: &'static str,
+        instant: bool,
+        span: Option<(u64, u64)>,
+    ) -> Option<EventRef> {
         if !self.reserve(1) {
             self.count_dropped(true);
             return None;
         }
         let seq = self.seq.get();
         let slot = self.next_slot();
-        // Read the clock last, so the bookkeeping above is not billed to the event.
-        let start = crate::clock::now();
+        let (start, end) = match span {
+            Some((start, end)) => (start, end.max(1)),
+            None => {
+                // Read the clock last, so the bookkeeping above is not billed to the event.
+                let start = crate::clock::now();
+                (start, if instant { start.max(1) } else { 0 })
+            }
+        };
         slot.write([
             name.as_ptr() as u64,
             (name.len() as u64) << 8 | KIND_EVENT,
             start,
-            if instant { start.max(1) } else { 0 },
+            end,
         ]);
         self.publish(seq + 1);
         Some(EventRef {
@@ -588,13 +600,19 @@ fn truncate(s: &str, max: usize) -> &str {
 /// reached (the drop is counted) or the thread is shutting down.
 #[inline(always)]
 pub(crate) fn begin_event(name: &'static str) -> Option<EventRef> {
-    WRITER.with(|w| w.push_event(name, false))
+    WRITER.with(|w| w.push_event(name, false, None))
 }
 
 /// Records a zero-duration event named `name` on this thread; fields may still be
 /// added through the returned reference.
 pub(crate) fn instant_event(name: &'static str) -> Option<EventRef> {
-    WRITER.with(|w| w.push_event(name, true))
+    WRITER.with(|w| w.push_event(name, true, None))
+}
+
+/// Records on this thread an event that ran from clock ticks `start` to `end`
+/// (started elsewhere, perhaps on another thread); fields may still be added.
+pub(crate) fn span_event(name: &'static str, start: u64, end: u64) -> Option<EventRef> {
+    WRITER.with(|w| w.push_event(name, false, Some((start, end))))
 }
 
 /// Records mark `name` with `value` at clock ticks `at` on this thread: a span's close

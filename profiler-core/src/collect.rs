@@ -1,5 +1,6 @@
 //! Collection: thread buffers of one session → an [`XSpace`].
 
+mod domains;
 mod tasks;
 
 pub(crate) use tasks::{next_task_id, POLL_OF};
@@ -46,6 +47,7 @@ pub(crate) fn collect(
         ids.push((buf.line_id, buf.name.as_str()));
     }
     let lanes = tasks::link(&mut builders, host_level, &mut host);
+    let domains = domains::take(&mut builders, &mut host);
     let mut samples: Vec<_> = builders
         .iter_mut()
         .flat_map(|b| std::mem::take(&mut b.samples))
@@ -63,6 +65,10 @@ pub(crate) fn collect(
         if let Some(line) = build_line(events, tasks::TASKS_LINE_ID + lane as u32, &name) {
             host.add_line(line);
         }
+    }
+
+    for line in domains::lines(domains) {
+        host.add_line(line);
     }
 
     let paused = pauses
@@ -180,6 +186,8 @@ struct LineBuilder<'a> {
     closes: Vec<(u64, i64)>,
     /// Counter samples taken on this thread: (session-relative ps, counter, value).
     samples: Vec<(i64, &'static str, f64)>,
+    /// Profiling objects recorded on this thread: (index in `events`, domain tag).
+    objects: Vec<(usize, u64)>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -192,6 +200,7 @@ impl<'a> LineBuilder<'a> {
             polls: Vec::new(),
             closes: Vec::new(),
             samples: Vec::new(),
+            objects: Vec::new(),
         }
     }
 
@@ -236,6 +245,7 @@ impl<'a> LineBuilder<'a> {
                 };
                 match (key, value) {
                     (POLL_OF, OwnedValue::U64(task)) => self.polls.push((i, task)),
+                    (crate::domain::OBJECT_OF, OwnedValue::U64(tag)) => self.objects.push((i, tag)),
                     (key, value) => {
                         add_stat(plane, &mut self.events[i].stats, key, stat_value(value))
                     }

@@ -97,3 +97,31 @@ impl Counter {
         buffer::mark(self.name, clock::now(), value.to_bits());
     }
 }
+
+/// `counter += by`, as MXNet's `Counter.__iadd__`. A `static` cannot be borrowed
+/// mutably, so for one write `let mut c = &COUNTER; c += 1;` or call
+/// [`Counter::increment`].
+impl<T: Into<f64>> std::ops::AddAssign<T> for &Counter {
+    fn add_assign(&mut self, by: T) {
+        self.increment(by);
+    }
+}
+
+/// `counter -= by`, as MXNet's `Counter.__isub__`.
+impl<T: Into<f64>> std::ops::SubAssign<T> for &Counter {
+    fn sub_assign(&mut self, by: T) {
+        self.decrement(by);
+    }
+}
+
+impl<T: Into<f64>> std::ops::AddAssign<T> for Counter {
+    fn add_assign(&mut self, by: T) {
+        self.increment(by);
+    }
+}
+
+impl<T: Into<f64>> std::ops::SubAssign<T> for Counter {
+    fn sub_assign(&mut self, by: T) {
+        self.decrement(by);
+    }
+}

@@ -48,6 +48,7 @@ mod buffer;
 pub mod clock;
 mod collect;
 pub mod counter;
+pub mod domain;
 pub mod error;
 pub mod field;
 pub mod future;

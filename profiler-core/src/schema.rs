@@ -55,3 +55,13 @@ pub const TASKS_LINE_ID: u32 = 0x7f00_0000;
 pub const HOST_BYTES_IN_USE: &str = "host_bytes_in_use";
 /// Counter of live host heap allocations, kept by `TrackingAllocator`.
 pub const HOST_ALLOCATIONS: &str = "host_allocations";
+
+/// Id of the first line of a profiling object's domain (`prof::domain`); each domain
+/// line, and each of its lanes, takes the next id.
+pub const DOMAIN_LINES_ID: u32 = 0x7d00_0000;
+/// Stat of a profiling object's event: `task`, `frame`, `event` or `marker`.
+pub const OBJECT: &str = "object";
+/// Stat of a marker: `global`, `process` or `thread`.
+pub const SCOPE: &str = "scope";
+/// Stat of a thread-scoped marker: its domain's name.
+pub const DOMAIN: &str = "domain";

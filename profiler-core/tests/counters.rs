@@ -74,3 +74,21 @@ fn reserved_names_are_refused() {
     assert!(std::panic::catch_unwind(|| Counter::new("")).is_err());
     assert_eq!(Counter::new("x").name(), "x");
 }
+
+#[test]
+fn add_assign_and_sub_assign_update_and_record() {
+    static STEPS: Counter = Counter::new("assign_steps");
+    let _serial = support::serial();
+    STEPS.set(0.0);
+    session::start(ProfileOptions::default(), None).expect("start");
+    let mut steps = &STEPS;
+    steps += 3;
+    steps -= 1.5;
+    let mut local = Counter::new("assign_local");
+    local += 2;
+    local -= 0.5;
+    let profile = session::stop().expect("stop");
+    assert_eq!(profile.counter_samples("assign_steps"), [3.0, 1.5]);
+    assert_eq!(profile.counter_samples("assign_local"), [2.0, 1.5]);
+    assert_eq!(local.value(), 1.5);
+}

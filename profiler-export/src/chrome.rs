@@ -199,7 +199,15 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         json_str(&mut self.out, slice.category)?;
         let start = us(slice.start_ps);
         if slice.is_instant() {
-            self.out.write_all(b",\"ph\":\"I\",\"s\":\"t\",\"ts\":")?;
+            // A marker's scope (prof::domain::MarkerScope) is the instant's scope.
+            let scope = slice.args().find_map(|(key, value)| match (key, value) {
+                (profiler_core::schema::SCOPE, Arg::Str("global")) => Some("g"),
+                (profiler_core::schema::SCOPE, Arg::Str("process")) => Some("p"),
+                _ => None,
+            });
+            self.out.write_all(b",\"ph\":\"I\",\"s\":\"")?;
+            self.out.write_all(scope.unwrap_or("t").as_bytes())?;
+            self.out.write_all(b"\",\"ts\":")?;
             micros(&mut self.out, start)?;
         } else {
             self.out.write_all(b",\"ph\":\"X\",\"ts\":")?;

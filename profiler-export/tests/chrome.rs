@@ -132,3 +132,35 @@ fn gzip_by_extension() {
     let doc: Value = serde_json::from_str(&json).expect("valid JSON");
     assert!(doc["traceEvents"].as_array().is_some_and(|a| !a.is_empty()));
 }
+
+#[test]
+fn marker_scopes_become_instant_scopes() {
+    use profiler_core::domain::{Domain, Marker, MarkerScope};
+    static D: Domain = Domain::new("d");
+    static G: Marker = Marker::new(&D, "g");
+    static P: Marker = Marker::new(&D, "p");
+    static T: Marker = Marker::new(&D, "t");
+    profiler_core::session::start(Default::default(), None).expect("start");
+    G.mark(MarkerScope::Global);
+    P.mark(MarkerScope::Process);
+    T.mark(MarkerScope::Thread);
+    let profile = profiler_core::session::stop().expect("stop");
+    let mut bytes = Vec::new();
+    chrome::write_to(profile.xspace(), &mut bytes).expect("write");
+    let doc: Value = serde_json::from_slice(&bytes).expect("valid JSON");
+    let scopes: HashMap<String, String> = doc["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "I")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or("").to_owned(),
+                e["s"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(scopes["g"], "g");
+    assert_eq!(scopes["p"], "p");
+    assert_eq!(scopes["t"], "t");
+}

@@ -32,6 +32,7 @@ use std::borrow::Cow;
 use profiler_core::schema;
 use profiler_core::xspace::{XLine, XPlane, XSpace, XStat, XStatValue};
 
+#[cfg(feature = "otlp")]
 pub(crate) use flows::mix;
 pub use flows::FlowIds;
 use flows::FlowIndex;
