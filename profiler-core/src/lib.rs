@@ -43,6 +43,7 @@
 //! # Ok::<(), profiler_core::Error>(())
 //! ```
 
+pub mod alloc;
 pub mod annotation;
 mod buffer;
 pub mod clock;
@@ -62,6 +63,7 @@ pub mod session;
 pub mod summary;
 pub mod xspace;
 
+pub use alloc::TrackingAllocator;
 pub use annotation::Trace;
 pub use collect::host_name;
 pub use counter::Counter;

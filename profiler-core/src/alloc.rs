@@ -1,0 +1,193 @@
+//! Host memory counters: [`TrackingAllocator`], a global allocator wrapper that keeps
+//! the bytes and allocations in use, recorded as the `host_bytes_in_use` and
+//! `host_allocations` counter tracks while a session records.
+//!
+//! ```
+//! use std::alloc::System;
+//! use profiler_core::TrackingAllocator;
+//!
+//! #[global_allocator]
+//! static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);
+//! # fn main() {
+//! let before = TrackingAllocator::<System>::bytes_in_use();
+//! let v = vec![0u8; 1 << 20];
+//! assert_eq!(TrackingAllocator::<System>::bytes_in_use() - before, 1 << 20);
+//! # drop(v);
+//! # }
+//! ```
+//!
+//! Counting runs whether or not a session records, so the numbers are what is in use,
+//! not what changed since the session started. Each thread adds its allocations to
+//! a thread-local tally (one add), and folds it into the process totals (two atomic
+//! adds) once its net count passes [`FLUSH_COUNT`] or its net bytes [`FLUSH_BYTES`];
+//! only then, and only while a session records, is a sample written.
+//! So the tracks, and the per-step peak in [`Summary`](crate::summary::Summary), are
+//! exact to within `FLUSH_BYTES` per thread; [`TrackingAllocator::bytes_in_use`]
+//! includes the calling thread's tally. What a thread had not folded in when it
+//! exited is lost, at most `FLUSH_BYTES`.
+//!
+//! Allocations made while a sample is being written (the recording machinery's own,
+//! such as a thread's first buffer chunk) are counted but cannot write a sample:
+//! that would re-enter the writer.
+
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use crate::{schema, session, Counter};
+
+/// A thread folds its tally into the totals once its net count of allocations passes
+/// this...
+pub const FLUSH_COUNT: i64 = 1024;
+/// ...or its net bytes pass this, either way.
+pub const FLUSH_BYTES: i64 = 64 * 1024;
+
+static BYTES: AtomicI64 = AtomicI64::new(0);
+static COUNT: AtomicI64 = AtomicI64::new(0);
+static BYTES_TRACK: Counter = Counter::new(schema::HOST_BYTES_IN_USE);
+static COUNT_TRACK: Counter = Counter::new(schema::HOST_ALLOCATIONS);
+
+/// A thread's tally, packed in one word so an allocation costs one add: net bytes
+/// above bit 16, net count in the low 16 bits (two's complement, so one add updates
+/// both; the count stays within ±2^15 because it is folded in at [`FLUSH_COUNT`]).
+/// `const`-initialised and without a destructor, so reaching it from inside the
+/// allocator never allocates or registers anything.
+struct Tally {
+    packed: Cell<i64>,
+    /// Set while this thread writes a sample.
+    sampling: Cell<bool>,
+}
+
+thread_local! {
+    static TALLY: Tally = const {
+        Tally {
+            packed: Cell::new(0),
+            sampling: Cell::new(false),
+        }
+    };
+}
+
+/// (net bytes, net count) of a packed tally.
+#[inline(always)]
+fn unpack(packed: i64) -> (i64, i64) {
+    let count = (packed << 48) >> 48;
+    ((packed - count) >> 16, count)
+}
+
+#[inline(always)]
+fn track(bytes: i64, count: i64) {
+    let _ = TALLY.try_with(|t| {
+        let packed = t
+            .packed
+            .get()
+            .wrapping_add((bytes << 16).wrapping_add(count));
+        t.packed.set(packed);
+        let (bytes, count) = unpack(packed);
+        if (bytes.abs() >= FLUSH_BYTES || count.abs() >= FLUSH_COUNT) && !t.sampling.get() {
+            flush(t);
+        }
+    });
+}
+
+#[cold]
+fn flush(t: &Tally) {
+    let (bytes, count) = unpack(t.packed.replace(0));
+    let bytes = BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    let count = COUNT.fetch_add(count, Ordering::Relaxed) + count;
+    if session::enabled(1) {
+        t.sampling.set(true);
+        BYTES_TRACK.set(bytes as f64);
+        COUNT_TRACK.set(count as f64);
+        t.sampling.set(false);
+    }
+}
+
+/// Wraps a global allocator (usually [`std::alloc::System`]) to keep host memory
+/// counters; see the [module documentation](self).
+#[derive(Debug, Default)]
+pub struct TrackingAllocator<A> {
+    inner: A,
+}
+
+impl<A> TrackingAllocator<A> {
+    /// Wraps `inner`; usable in a `static`.
+    pub const fn new(inner: A) -> TrackingAllocator<A> {
+        TrackingAllocator { inner }
+    }
+
+    /// Bytes in use: the process total plus the calling thread's tally.
+    pub fn bytes_in_use() -> i64 {
+        BYTES.load(Ordering::Relaxed) + TALLY.try_with(|t| unpack(t.packed.get()).0).unwrap_or(0)
+    }
+
+    /// Allocations in use: the process total plus the calling thread's tally.
+    pub fn allocations_in_use() -> i64 {
+        COUNT.load(Ordering::Relaxed) + TALLY.try_with(|t| unpack(t.packed.get()).1).unwrap_or(0)
+    }
+}
+
+// SAFETY: every method forwards to `inner` with the caller's arguments unchanged and
+// returns its result; the bookkeeping neither allocates through `self` nor touches the
+// memory handed out.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as received.
+        let ptr = unsafe { self.inner.alloc(layout) };
+        if !ptr.is_null() {
+            track(layout.size() as i64, 1);
+        }
+        ptr
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as received.
+        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            track(layout.size() as i64, 1);
+        }
+        ptr
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded as received.
+        unsafe { self.inner.dealloc(ptr, layout) };
+        track(-(layout.size() as i64), -1);
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded as received.
+        let new = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            track(new_size as i64 - layout.size() as i64, 0);
+        }
+        new
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_tallies_add_bytes_and_counts_of_either_sign() {
+        let mut packed = 0i64;
+        for (bytes, count) in [
+            (64, 1),
+            (1 << 40, 1),
+            (-64, -1),
+            (-(1 << 40), -1),
+            (-8, -1),
+            (3, 0),
+        ] {
+            packed = packed.wrapping_add((bytes << 16).wrapping_add(count));
+        }
+        assert_eq!(unpack(packed), (-5, -1));
+        assert_eq!(unpack((-(1i64 << 20) << 16) + 1000), (-(1 << 20), 1000));
+    }
+}
