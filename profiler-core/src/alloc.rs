@@ -178,7 +178,7 @@ mod tests {
     fn packed_tallies_add_bytes_and_counts_of_either_sign() {
         let mut packed = 0i64;
         for (bytes, count) in [
-            (64, 1),
+            (64i64, 1i64),
             (1 << 40, 1),
             (-64, -1),
             (-(1 << 40), -1),
