@@ -26,9 +26,9 @@
 //! includes the calling thread's tally. What a thread had not folded in when it
 //! exited is lost, at most `FLUSH_BYTES`.
 //!
-//! Allocations made while a sample is being written (the recording machinery's own,
-//! such as a thread's first buffer chunk) are counted but cannot write a sample:
-//! that would re-enter the writer.
+//! Allocations made by the recording machinery itself (a buffer chunk, a thread's
+//! registration, the collector's copy of the buffer list) are counted but cannot
+//! write a sample: that would re-enter the writer or a lock it holds.
 
 #![allow(unsafe_code)]
 
@@ -102,6 +102,16 @@ fn flush(t: &Tally) {
         COUNT_TRACK.set(count as f64);
         t.sampling.set(false);
     }
+}
+
+/// Runs `f` with this thread's samples held back: for the recording machinery's own
+/// allocations (a new buffer chunk, a thread's registration), whose sample would
+/// re-enter the writer that is allocating.
+pub(crate) fn without_samples<R>(f: impl FnOnce() -> R) -> R {
+    let held = TALLY.try_with(|t| t.sampling.replace(true)).unwrap_or(true);
+    let result = f();
+    let _ = TALLY.try_with(|t| t.sampling.set(held));
+    result
 }
 
 /// Wraps a global allocator (usually [`std::alloc::System`]) to keep host memory

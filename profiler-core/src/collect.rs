@@ -19,12 +19,14 @@ use crate::xspace::{
 
 /// Builds the space of session `generation`, recorded between `start` and `stop` at
 /// `host_level`, with `pauses` (start and end ticks) shown on the `Profiler` line.
+/// Events that ended and samples taken before ticks `since` are left out.
 pub(crate) fn collect(
     generation: u64,
     start: &Anchor,
     stop: &Anchor,
     host_level: u8,
     pauses: &[(u64, u64)],
+    since: u64,
 ) -> XSpace {
     let scale = TickScale::between(start, stop);
     let stop_ns = scale.to_ns(stop.ticks);
@@ -36,7 +38,7 @@ pub(crate) fn collect(
     let mut builders: Vec<LineBuilder<'_>> = Vec::with_capacity(buffers.len());
     let mut ids = Vec::with_capacity(buffers.len());
     for buf in &buffers {
-        let mut line = LineBuilder::new(&scale, stop_ns);
+        let mut line = LineBuilder::new(&scale, stop_ns, since);
         let Some(lost) = buf.read(generation, |record| line.add(record, &mut host, &mut names))
         else {
             continue;
@@ -176,6 +178,8 @@ impl Hasher for AddrHasher {
 struct LineBuilder<'a> {
     scale: &'a TickScale,
     stop_ns: u64,
+    /// Ticks before which ended events and samples are left out.
+    since: u64,
     /// Offsets are session-relative until `build` rebases them on the line start.
     events: Vec<XEvent>,
     /// Sequence number of each event, ascending: fields find their event by it.
@@ -191,10 +195,11 @@ struct LineBuilder<'a> {
 }
 
 impl<'a> LineBuilder<'a> {
-    fn new(scale: &'a TickScale, stop_ns: u64) -> Self {
+    fn new(scale: &'a TickScale, stop_ns: u64, since: u64) -> Self {
         LineBuilder {
             scale,
             stop_ns,
+            since,
             events: Vec::new(),
             seqs: Vec::new(),
             polls: Vec::new(),
@@ -212,6 +217,9 @@ impl<'a> LineBuilder<'a> {
                 start,
                 end,
             } => {
+                if end != 0 && end < self.since {
+                    return;
+                }
                 let start = self.scale.to_ns(start).min(self.stop_ns);
                 // Still open at stop (or closed after it): it ends with the session.
                 let end = if end == 0 {
@@ -228,6 +236,9 @@ impl<'a> LineBuilder<'a> {
                 });
             }
             Record::Mark { name, at, value } => {
+                if at < self.since {
+                    return;
+                }
                 let at = ps(self.scale.to_ns(at).min(self.stop_ns));
                 if name == tasks::CLOSED {
                     self.closes.push((value, at));

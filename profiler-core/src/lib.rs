@@ -52,6 +52,7 @@ pub mod counter;
 pub mod domain;
 pub mod error;
 pub mod field;
+pub mod flight_recorder;
 pub mod future;
 #[cfg(feature = "tracing")]
 pub mod layer;

@@ -14,6 +14,7 @@ use crate::buffer;
 use crate::clock::Anchor;
 use crate::collect::collect;
 use crate::error::{Error, ErrorKind, Result};
+use crate::flight_recorder::FlightRecorder;
 use crate::options::ProfileOptions;
 use crate::profile::Profile;
 
@@ -50,6 +51,10 @@ struct Running {
     /// The buffer generation holding its records: `generation`, or a later one after
     /// [`discard_recorded`].
     records: u64,
+    /// Slots of each thread's ring in a flight-recorder session; 0 otherwise.
+    ring: u64,
+    /// How far back a flight recorder's snapshot reaches.
+    window: Option<Duration>,
     options: ProfileOptions,
     /// `None` while `delay_ms` has not elapsed.
     start: Option<Anchor>,
@@ -78,7 +83,20 @@ pub fn is_running() -> bool {
 /// [`ErrorKind::InvalidArgument`] for invalid options, [`ErrorKind::AlreadyExists`]
 /// when a session is already running.
 pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> {
+    start_with(options, finisher, None)
+}
+
+/// Starts a session; with `recorder`, one whose threads write in rings (the flight
+/// recorder).
+pub(crate) fn start_with(
+    options: ProfileOptions,
+    finisher: Option<Finisher>,
+    recorder: Option<FlightRecorder>,
+) -> Result<()> {
     options.validate()?;
+    if let Some(recorder) = &recorder {
+        recorder.validate()?;
+    }
     let mut state = state();
     if let State::Running(running) = &*state {
         return Err(Error::new(
@@ -90,7 +108,8 @@ pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> 
         ));
     }
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    buffer::begin_session(generation, options.max_events);
+    let ring = recorder.as_ref().map_or(0, |r| r.events_per_thread);
+    buffer::begin_session(generation, options.max_events, ring);
     let delay = Duration::from_millis(options.delay_ms);
     let duration = Duration::from_millis(options.duration_ms);
     let cancel = if delay.is_zero() && duration.is_zero() {
@@ -102,6 +121,8 @@ pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> 
     *state = State::Running(Running {
         generation,
         records: generation,
+        ring,
+        window: recorder.and_then(|r| r.window),
         options,
         start,
         paused_at: None,
@@ -190,7 +211,7 @@ pub fn discard_recorded() -> Result<()> {
         ));
     };
     let records = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    buffer::begin_session(records, running.options.max_events);
+    buffer::begin_session(records, running.options.max_events, running.ring);
     running.records = records;
     running.pauses.clear();
     let now = Anchor::now();
@@ -227,6 +248,7 @@ fn finish(mut running: Running) -> Result<Profile> {
         &stop,
         running.options.host_tracer_level as u8,
         &running.pauses,
+        since(&running, &stop),
     );
     let ignored: Vec<_> = running
         .options
@@ -252,6 +274,65 @@ fn finish(mut running: Running) -> Result<Profile> {
         Some(finisher) => finisher(profile),
         None => Ok(profile),
     }
+}
+
+/// The ticks before which a flight recorder's snapshot leaves records out; 0 for all.
+fn since(running: &Running, now: &Anchor) -> u64 {
+    let Some(window) = running.window else {
+        return 0;
+    };
+    let Some(start) = running.start else {
+        return 0;
+    };
+    let elapsed = now.instant.duration_since(start.instant);
+    match elapsed.checked_sub(window) {
+        Some(skipped) if !elapsed.is_zero() => {
+            let ticks = now.ticks.saturating_sub(start.ticks) as f64;
+            let fraction = skipped.as_secs_f64() / elapsed.as_secs_f64();
+            start.ticks + (ticks * fraction) as u64
+        }
+        _ => 0,
+    }
+}
+
+/// Collects what the running flight recorder holds, without stopping it.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no flight-recorder session runs.
+pub(crate) fn snapshot() -> Result<Profile> {
+    let state = state();
+    let State::Running(running) = &*state else {
+        return Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            "no flight recorder is running: start one before taking a snapshot",
+        ));
+    };
+    if running.ring == 0 {
+        return Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            "the running session is not a flight recorder: stop it to get its profile",
+        ));
+    }
+    let now = Anchor::now();
+    let start = running.start.unwrap_or(now);
+    let mut pauses = running.pauses.clone();
+    if let Some(paused_at) = running.paused_at {
+        pauses.push((paused_at, now.ticks));
+    }
+    let space = collect(
+        running.records,
+        &start,
+        &now,
+        running.options.host_tracer_level as u8,
+        &pauses,
+        since(running, &now),
+    );
+    Ok(Profile::new(space))
+}
+
+/// Whether the running session is a flight recorder.
+pub(crate) fn is_flight_recorder() -> bool {
+    matches!(&*state(), State::Running(r) if r.ring != 0)
 }
 
 fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<mpsc::Sender<()>> {

@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::field::Value;
 
+mod ring;
+
 /// Slots per chunk: 1024 × 32 bytes = 32 KiB.
 pub(crate) const CHUNK_SLOTS: usize = 1024;
 /// Slots a thread claims from the session's budget at a time; the cap on events is
@@ -84,6 +86,10 @@ impl Slot {
 struct Chunk {
     slots: Box<[Slot]>,
     next: OnceLock<Box<Chunk>>,
+    /// In a ring: the sequence number of the first record head written in this chunk
+    /// on the writer's current lap through it (a string's bytes may spill over from
+    /// the chunk before), so a reader can start decoding there.
+    first_head: AtomicU64,
 }
 
 impl Chunk {
@@ -91,6 +97,7 @@ impl Chunk {
         Box::new(Chunk {
             slots: (0..CHUNK_SLOTS).map(|_| Slot::new()).collect(),
             next: OnceLock::new(),
+            first_head: AtomicU64::new(u64::MAX),
         })
     }
 }
@@ -104,8 +111,10 @@ pub(crate) struct ThreadBuffer {
     head: Box<Chunk>,
     /// The session whose records the buffer holds.
     generation: AtomicU64,
-    /// Complete slots of that session.
+    /// Complete slots of that session (records written since it began, in a ring).
     published: AtomicU64,
+    /// Slots of the ring the session writes in; 0 when it writes a list that grows.
+    ring: AtomicU64,
     dropped_events: AtomicU64,
     dropped_fields: AtomicU64,
     exited: AtomicBool,
@@ -154,69 +163,25 @@ pub(crate) struct Dropped {
 impl ThreadBuffer {
     /// Reads the records of session `generation`, in the order they were written.
     /// Returns `None` when the thread recorded nothing in that session.
-    pub(crate) fn read(&self, generation: u64, mut visit: impl FnMut(Record)) -> Option<Dropped> {
+    ///
+    /// From a ring it reads what the ring still holds, while the thread goes on
+    /// writing (see [`ring`]).
+    pub(crate) fn read(&self, generation: u64, visit: impl FnMut(Record)) -> Option<Dropped> {
         if self.generation.load(Ordering::Acquire) != generation {
             return None;
         }
         let published = self.published.load(Ordering::Acquire);
-        let mut slots = SlotIter {
-            chunk: Some(&self.head),
-            pos: 0,
-            remaining: published,
-        };
-        let mut seq = 0u64;
-        while let Some(slot) = slots.next() {
-            let words = slot.read();
-            let this = seq;
-            seq += 1;
-            match words[1] & 0xf {
-                KIND_EVENT => visit(Record::Event {
-                    seq: this,
-                    // SAFETY: event slots hold a `&'static str` split into pointer and
-                    // length by `Writer::push_event`, published before this read.
-                    name: unsafe { static_str(words[0], words[1] >> 8) },
-                    start: words[2],
-                    end: words[3],
-                }),
-                KIND_FIELD => {
-                    // SAFETY: field slots hold a `&'static str` key split into pointer
-                    // and length by `Writer::push_field`.
-                    let key = unsafe { static_str(words[0], words[1] >> 8) };
-                    let value = match (words[1] >> 4) & 0xf {
-                        TAG_I64 => OwnedValue::I64(words[3] as i64),
-                        TAG_U64 => OwnedValue::U64(words[3]),
-                        TAG_F64 => OwnedValue::F64(f64::from_bits(words[3])),
-                        TAG_BOOL => OwnedValue::Bool(words[3] != 0),
-                        _ => {
-                            let len = words[3] as usize;
-                            let mut bytes = Vec::with_capacity(len);
-                            for _ in 0..len.div_ceil(32) {
-                                let Some(slot) = slots.next() else { break };
-                                seq += 1;
-                                for word in slot.read() {
-                                    bytes.extend_from_slice(&word.to_le_bytes());
-                                }
-                            }
-                            bytes.truncate(len);
-                            OwnedValue::Str(String::from_utf8_lossy(&bytes).into_owned())
-                        }
-                    };
-                    visit(Record::Field {
-                        event_seq: words[2],
-                        key,
-                        value,
-                    });
-                }
-                KIND_MARK => visit(Record::Mark {
-                    // SAFETY: mark slots hold a `&'static str` split by `Writer::push_mark`.
-                    name: unsafe { static_str(words[0], words[1] >> 8) },
-                    at: words[2],
-                    value: words[3],
-                }),
-                // A slot is only published once written; anything else is a bug, and
-                // skipping it keeps the rest of the thread's records.
-                _ => {}
-            }
+        let ring = self.ring.load(Ordering::Relaxed);
+        if ring == 0 {
+            let slots = SlotIter {
+                chunk: Some(&self.head),
+                pos: 0,
+                remaining: published,
+            };
+            decode(0, slots.map(Slot::read), visit);
+        } else {
+            let (start, words) = ring::copy(self, published, ring);
+            decode(start, words.into_iter(), visit);
         }
         Some(Dropped {
             events: self.dropped_events.load(Ordering::Relaxed),
@@ -228,6 +193,63 @@ impl ThreadBuffer {
     #[cfg(test)]
     pub(crate) fn published(&self) -> u64 {
         self.published.load(Ordering::Acquire)
+    }
+}
+
+/// Decodes records from `slots`, the first of which has sequence number `seq` and is
+/// the head of a record.
+fn decode(mut seq: u64, mut slots: impl Iterator<Item = [u64; 4]>, mut visit: impl FnMut(Record)) {
+    while let Some(words) = slots.next() {
+        let this = seq;
+        seq += 1;
+        match words[1] & 0xf {
+            KIND_EVENT => visit(Record::Event {
+                seq: this,
+                // SAFETY: event slots hold a `&'static str` split into pointer and
+                // length by `Writer::push_event`, published before this read.
+                name: unsafe { static_str(words[0], words[1] >> 8) },
+                start: words[2],
+                end: words[3],
+            }),
+            KIND_FIELD => {
+                // SAFETY: field slots hold a `&'static str` key split into pointer
+                // and length by `Writer::push_field`.
+                let key = unsafe { static_str(words[0], words[1] >> 8) };
+                let value = match (words[1] >> 4) & 0xf {
+                    TAG_I64 => OwnedValue::I64(words[3] as i64),
+                    TAG_U64 => OwnedValue::U64(words[3]),
+                    TAG_F64 => OwnedValue::F64(f64::from_bits(words[3])),
+                    TAG_BOOL => OwnedValue::Bool(words[3] != 0),
+                    _ => {
+                        let len = words[3] as usize;
+                        let mut bytes = Vec::with_capacity(len);
+                        for _ in 0..len.div_ceil(32) {
+                            let Some(slot) = slots.next() else { break };
+                            seq += 1;
+                            for word in slot {
+                                bytes.extend_from_slice(&word.to_le_bytes());
+                            }
+                        }
+                        bytes.truncate(len);
+                        OwnedValue::Str(String::from_utf8_lossy(&bytes).into_owned())
+                    }
+                };
+                visit(Record::Field {
+                    event_seq: words[2],
+                    key,
+                    value,
+                });
+            }
+            KIND_MARK => visit(Record::Mark {
+                // SAFETY: mark slots hold a `&'static str` split by `Writer::push_mark`.
+                name: unsafe { static_str(words[0], words[1] >> 8) },
+                at: words[2],
+                value: words[3],
+            }),
+            // A slot is only published once written; anything else is a bug, and
+            // skipping it keeps the rest of the thread's records.
+            _ => {}
+        }
     }
 }
 
@@ -273,20 +295,28 @@ impl<'a> Iterator for SlotIter<'a> {
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Slots the current session may still hand out.
 static BUDGET: AtomicU64 = AtomicU64::new(0);
+/// Ring slots per thread for the current session; 0 for growing lists.
+static RING: AtomicU64 = AtomicU64::new(0);
 static NEXT_LINE_ID: AtomicU32 = AtomicU32::new(1);
 static REGISTRY: Mutex<Vec<Arc<ThreadBuffer>>> = Mutex::new(Vec::new());
 
 /// Begins session `generation` with room for `max_records` slots, and forgets the
-/// buffers of threads that exited before it.
-pub(crate) fn begin_session(generation: u64, max_records: u64) {
-    BUDGET.store(max_records, Ordering::Relaxed);
+/// buffers of threads that exited before it. With `ring` slots (rounded up to whole
+/// chunks), each thread instead keeps writing in a ring of that size, overwriting
+/// its oldest records, and `max_records` is not used.
+pub(crate) fn begin_session(generation: u64, max_records: u64, ring: u64) {
+    let ring = ring.div_ceil(CHUNK_SLOTS as u64) * CHUNK_SLOTS as u64;
+    RING.store(ring, Ordering::Relaxed);
+    // No cap in a ring; half the range keeps the budget arithmetic from overflowing.
+    let budget = if ring == 0 { max_records } else { u64::MAX / 2 };
+    BUDGET.store(budget, Ordering::Relaxed);
     GENERATION.store(generation, Ordering::Release);
     registry().retain(|b| !b.exited.load(Ordering::Acquire));
 }
 
 /// Every buffer, including those of threads that exited during the session.
 pub(crate) fn buffers() -> Vec<Arc<ThreadBuffer>> {
-    registry().clone()
+    crate::alloc::without_samples(|| registry().clone())
 }
 
 fn registry() -> std::sync::MutexGuard<'static, Vec<Arc<ThreadBuffer>>> {
@@ -313,6 +343,12 @@ struct Writer {
     pos: Cell<usize>,
     seq: Cell<u64>,
     budget: Cell<u64>,
+    /// Ring slots of the session being written; 0 for a growing list.
+    ring: Cell<u64>,
+    /// Index of `chunk` in the list.
+    chunk_index: Cell<u64>,
+    /// In a ring: the next record head is the first in its chunk on this lap.
+    first_head: Cell<bool>,
 }
 
 /// Owns the thread's buffer for as long as the thread runs.
@@ -341,6 +377,9 @@ thread_local! {
             pos: Cell::new(0),
             seq: Cell::new(0),
             budget: Cell::new(0),
+            ring: Cell::new(0),
+            chunk_index: Cell::new(0),
+            first_head: Cell::new(false),
         }
     };
     static REGISTRATION: Registration = const { Registration(OnceCell::new()) };
@@ -365,27 +404,30 @@ impl Writer {
 
     #[cold]
     fn register(&self) -> bool {
-        let registered = REGISTRATION.try_with(|r| {
-            let buffer = r.0.get_or_init(|| {
-                let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
-                let name = std::thread::current()
-                    .name()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
-                let buffer = Arc::new(ThreadBuffer {
-                    line_id,
-                    name,
-                    head: Chunk::new(),
-                    generation: AtomicU64::new(0),
-                    published: AtomicU64::new(0),
-                    dropped_events: AtomicU64::new(0),
-                    dropped_fields: AtomicU64::new(0),
-                    exited: AtomicBool::new(false),
+        let registered = crate::alloc::without_samples(|| {
+            REGISTRATION.try_with(|r| {
+                let buffer = r.0.get_or_init(|| {
+                    let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
+                    let name = std::thread::current()
+                        .name()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
+                    let buffer = Arc::new(ThreadBuffer {
+                        line_id,
+                        name,
+                        head: Chunk::new(),
+                        generation: AtomicU64::new(0),
+                        published: AtomicU64::new(0),
+                        ring: AtomicU64::new(0),
+                        dropped_events: AtomicU64::new(0),
+                        dropped_fields: AtomicU64::new(0),
+                        exited: AtomicBool::new(false),
+                    });
+                    registry().push(Arc::clone(&buffer));
+                    buffer
                 });
-                registry().push(Arc::clone(&buffer));
-                buffer
-            });
-            self.buffer.set(Arc::as_ptr(buffer));
+                self.buffer.set(Arc::as_ptr(buffer));
+            })
         });
         if registered.is_err() {
             // The thread is shutting down: record nothing more on it.
@@ -405,14 +447,19 @@ impl Writer {
         };
         // Order matters to the collector: it must never pair the new generation with
         // the old session's count.
+        let ring = RING.load(Ordering::Relaxed);
         buffer.published.store(0, Ordering::Relaxed);
         buffer.dropped_events.store(0, Ordering::Relaxed);
         buffer.dropped_fields.store(0, Ordering::Relaxed);
+        buffer.ring.store(ring, Ordering::Relaxed);
         buffer.generation.store(generation, Ordering::Release);
         self.chunk.set(&*buffer.head);
         self.pos.set(0);
         self.seq.set(0);
         self.budget.set(0);
+        self.ring.set(ring);
+        self.chunk_index.set(0);
+        self.first_head.set(ring != 0);
         self.generation.set(generation);
         true
     }
@@ -464,11 +511,39 @@ impl Writer {
 
     #[cold]
     fn next_chunk(&self) {
+        let ring = self.ring.get();
+        let index = self.chunk_index.get() + 1;
+        if ring != 0 && index * CHUNK_SLOTS as u64 >= ring {
+            // The ring wraps: back to the first chunk, over the oldest records.
+            if let Some(buffer) = self.buffer() {
+                self.chunk.set(&*buffer.head);
+                self.chunk_index.set(0);
+                self.pos.set(0);
+                self.first_head.set(true);
+                return;
+            }
+        }
         // SAFETY: as in `next_slot`.
         let chunk = unsafe { &*self.chunk.get() };
-        let next = chunk.next.get_or_init(Chunk::new);
+        let next = chunk
+            .next
+            .get_or_init(|| crate::alloc::without_samples(Chunk::new));
         self.chunk.set(&**next);
+        self.chunk_index.set(index);
         self.pos.set(0);
+        self.first_head.set(ring != 0);
+    }
+
+    /// Notes that the record starting at `seq`, in the slot just taken, is a head:
+    /// a ring's reader starts decoding a chunk at its first head.
+    #[inline(always)]
+    fn head(&self, seq: u64) {
+        if self.first_head.get() {
+            self.first_head.set(false);
+            // SAFETY: as in `next_slot`: the slot just taken is in this chunk.
+            let chunk = unsafe { &*self.chunk.get() };
+            chunk.first_head.store(seq, Ordering::Release);
+        }
     }
 
     #[inline(always)]
@@ -506,6 +581,7 @@ impl Writer {
         }
         let seq = self.seq.get();
         let slot = self.next_slot();
+        self.head(seq);
         let (start, end) = match span {
             Some((start, end)) => (start, end.max(1)),
             None => {
@@ -535,6 +611,7 @@ impl Writer {
         }
         let seq = self.seq.get();
         let slot = self.next_slot();
+        self.head(seq);
         slot.write([
             name.as_ptr() as u64,
             (name.len() as u64) << 8 | KIND_MARK,
@@ -561,7 +638,9 @@ impl Writer {
             return;
         }
         let mut seq = self.seq.get();
-        self.next_slot().write([
+        let slot = self.next_slot();
+        self.head(seq);
+        slot.write([
             key.as_ptr() as u64,
             (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
             event_seq,
@@ -628,10 +707,13 @@ pub(crate) fn end_event(event: &EventRef) -> u64 {
     WRITER.with(|w| {
         // A new session reuses the slots: only close events of the one still written,
         // and nothing once the thread's buffer may be gone.
-        if w.generation.get() == event.generation && !w.exited.get() {
+        // In a ring the slot is the event's until a record `ring` later is written.
+        let live = w.ring.get() == 0 || w.seq.get() <= event.seq + w.ring.get();
+        if w.generation.get() == event.generation && !w.exited.get() && live {
             // SAFETY: same generation means no `reset` ran since `push_event` made this
-            // pointer, so the slot is still this event's; not exited means the
-            // registration still holds the buffer that owns its chunk.
+            // pointer, and `live` that the ring has not come round to it, so the slot
+            // is still this event's; not exited means the registration still holds the
+            // buffer that owns its chunk.
             let slot = unsafe { &*event.slot };
             slot.0[3].store(end.max(1), Ordering::Release);
         }

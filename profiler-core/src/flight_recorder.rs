@@ -1,0 +1,116 @@
+//! The flight recorder (MXNet's `continuous_dump`, Perfetto's ring buffers, TSL's
+//! continuous profiling): an always-on session in which each thread keeps only its
+//! most recent records in a ring of fixed size, and [`snapshot`] collects what the
+//! rings hold without stopping anything, so a hung or slow job can be inspected
+//! after the fact.
+//!
+//! ```
+//! use profiler_core::flight_recorder::{self, FlightRecorder};
+//! use profiler_core::{session, trace, ProfileOptions};
+//!
+//! flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(1024))?;
+//! for step in 0..5000 {
+//!     let _t = trace!("Train", step_num = step);
+//! }
+//! let snapshot = flight_recorder::snapshot()?; // still recording
+//! let steps = snapshot.steps();
+//! assert!(steps.len() <= 1024 && steps.last() == Some(&4999)); // the most recent
+//! session::stop()?;
+//! # Ok::<(), profiler_core::Error>(())
+//! ```
+//!
+//! Memory is bounded whatever the run length: each thread that records holds
+//! `events_per_thread` records (rounded up to whole 32 KiB chunks of 1024 records; a
+//! field is one more record, a string field one more per 32 bytes). Recording costs
+//! what it costs in any session: the ring only changes where the writer goes after
+//! its last chunk. An event is kept only while its record is in the ring; one that
+//! began before the oldest record left is gone, even if it has not ended yet.
+
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::ProfileOptions;
+use crate::profile::Profile;
+use crate::session;
+
+/// Records each thread keeps when none is said (2 MiB per thread).
+pub const DEFAULT_EVENTS_PER_THREAD: u64 = 64 * 1024;
+
+/// How much a flight recorder keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlightRecorder {
+    /// Records each thread's ring holds (rounded up to a multiple of 1024).
+    pub events_per_thread: u64,
+    /// When set, a snapshot leaves out what ended longer ago than this.
+    pub window: Option<Duration>,
+}
+
+impl Default for FlightRecorder {
+    fn default() -> Self {
+        FlightRecorder::new(DEFAULT_EVENTS_PER_THREAD)
+    }
+}
+
+impl FlightRecorder {
+    /// Rings of `events_per_thread` records, no time window.
+    pub const fn new(events_per_thread: u64) -> FlightRecorder {
+        FlightRecorder {
+            events_per_thread,
+            window: None,
+        }
+    }
+
+    /// Snapshots keep only the last `window` of the run.
+    pub const fn window(mut self, window: Duration) -> FlightRecorder {
+        self.window = Some(window);
+        self
+    }
+
+    /// Checks the settings.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for an empty ring or window, or a ring over
+    /// 2^32 records per thread.
+    pub fn validate(&self) -> Result<()> {
+        if self.events_per_thread == 0 || self.events_per_thread > 1 << 32 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "flight recorder events_per_thread = {} is out of range: use 1 to 2^32",
+                    self.events_per_thread
+                ),
+            ));
+        }
+        if self.window == Some(Duration::ZERO) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "flight recorder window is 0: leave it unset to keep whatever the rings hold",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Starts a flight-recorder session. `options.max_events` does not apply: the rings
+/// bound memory instead. It ends with [`session::stop`], which returns a last
+/// snapshot.
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] for invalid options or settings,
+/// [`ErrorKind::AlreadyExists`] when a session is running.
+pub fn start(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
+    session::start_with(options, None, Some(recorder))
+}
+
+/// What the rings hold now, as a profile; recording goes on.
+///
+/// # Errors
+/// [`ErrorKind::FailedPrecondition`] when no flight recorder runs.
+pub fn snapshot() -> Result<Profile> {
+    session::snapshot()
+}
+
+/// Whether a flight recorder runs.
+pub fn is_running() -> bool {
+    session::is_flight_recorder()
+}

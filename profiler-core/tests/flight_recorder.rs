@@ -1,0 +1,161 @@
+//! The flight recorder: bounded rings, snapshots while threads keep writing, and
+//! records decoded whole however the ring wrapped.
+
+mod support;
+
+use std::alloc::System;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use profiler_core::flight_recorder::{self, FlightRecorder};
+use profiler_core::xspace::XStatValue;
+use profiler_core::{session, trace, ErrorKind, ProfileOptions, TrackingAllocator};
+
+#[global_allocator]
+static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);
+
+/// Every `work` event carries `i` and a string `s` whose length is `i % 77`; checks
+/// each one decoded whole and returns the `i`s in order.
+fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
+    let host = support::host(profile);
+    let mut seen = Vec::new();
+    for line in &host.lines {
+        for e in &line.events {
+            if support::name(host, e) != "work" {
+                continue;
+            }
+            let Some(XStatValue::Int64(i)) = support::stat(host, e, "i") else {
+                // Its field records were overwritten before its event record: allowed
+                // only at the oldest end of the ring, never in the middle.
+                continue;
+            };
+            if let Some(XStatValue::Str(s)) = support::stat(host, e, "s") {
+                assert_eq!(s.len() as i64, i % 77, "event {i}: {s:?}");
+                assert!(s.bytes().all(|b| b == b'a' + (i % 26) as u8), "event {i}");
+            }
+            seen.push(i);
+        }
+    }
+    seen
+}
+
+fn work(i: i64) {
+    let s = String::from(char::from(b'a' + (i % 26) as u8)).repeat((i % 77) as usize);
+    let _t = trace!("work", i = i, s = s.as_str());
+}
+
+#[test]
+fn rings_keep_the_latest_records_in_bounded_memory() {
+    let _serial = support::serial();
+    flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(4096)).expect("start");
+    assert!(flight_recorder::is_running());
+    for i in 0..2000 {
+        work(i);
+    }
+    let before = TrackingAllocator::<System>::bytes_in_use();
+    for i in 2000..200_000 {
+        work(i);
+    }
+    let grown = TrackingAllocator::<System>::bytes_in_use() - before;
+    // The ring's 4 chunks of 32 KiB were allocated in the first 2000 events' time or
+    // soon after; 200k more events (~14 MiB in a plain session) add at most that.
+    assert!(grown < 256 * 1024, "grew by {grown} bytes");
+
+    let snapshot = flight_recorder::snapshot().expect("snapshot");
+    let seen = checked_work(&snapshot);
+    assert!(!seen.is_empty() && seen.len() < 4096, "{}", seen.len());
+    assert_eq!(*seen.last().expect("latest"), 199_999);
+    assert!(
+        seen.windows(2).all(|w| w[1] == w[0] + 1),
+        "contiguous, oldest dropped"
+    );
+    // Recording goes on after a snapshot.
+    work(200_000);
+    let last = session::stop().expect("stop");
+    assert_eq!(checked_work(&last).last(), Some(&200_000));
+}
+
+#[test]
+fn snapshots_while_threads_write_decode_whole_records() {
+    let _serial = support::serial();
+    flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(1024)).expect("start");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut i = 0;
+                // Bounded: at most 2M events, or until told to stop.
+                while !stop.load(Ordering::Relaxed) && i < 2_000_000 {
+                    work(i);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for _ in 0..50 {
+        let snapshot = flight_recorder::snapshot().expect("snapshot");
+        // Each thread's events are whole and in order (checked_work asserts both
+        // per event; order is per line).
+        checked_work(&snapshot);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().expect("writer");
+    }
+    session::stop().expect("stop");
+}
+
+#[test]
+fn an_event_outlived_by_its_slot_is_dropped_not_corrupting() {
+    let _serial = support::serial();
+    flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(1024)).expect("start");
+    let long = trace!("long");
+    for i in 0..5000 {
+        work(i);
+    }
+    // Its slot now holds another record: closing it must not write there.
+    drop(long);
+    let snapshot = session::stop().expect("stop");
+    assert!(!support::all_names(&snapshot).contains(&"long".to_owned()));
+    let seen = checked_work(&snapshot);
+    assert_eq!(seen.last(), Some(&4999));
+}
+
+#[test]
+fn a_window_leaves_out_what_ended_before_it() {
+    let _serial = support::serial();
+    let recorder = FlightRecorder::new(1 << 16).window(Duration::from_millis(50));
+    flight_recorder::start(ProfileOptions::default(), recorder).expect("start");
+    {
+        let _t = trace!("old");
+    }
+    std::thread::sleep(Duration::from_millis(120));
+    {
+        let _t = trace!("recent");
+    }
+    let snapshot = flight_recorder::snapshot().expect("snapshot");
+    assert_eq!(support::all_names(&snapshot), ["recent"]);
+    session::stop().expect("stop");
+}
+
+#[test]
+fn misuse_is_an_error() {
+    let _serial = support::serial();
+    let err = flight_recorder::snapshot().expect_err("none running");
+    assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
+    session::start(ProfileOptions::default(), None).expect("start");
+    assert!(!flight_recorder::is_running());
+    let err = flight_recorder::snapshot().expect_err("not a flight recorder");
+    assert!(err.to_string().contains("not a flight recorder"), "{err}");
+    session::stop().expect("stop");
+    for bad in [
+        FlightRecorder::new(0),
+        FlightRecorder::new(8).window(Duration::ZERO),
+    ] {
+        let err = flight_recorder::start(ProfileOptions::default(), bad).expect_err("invalid");
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+    assert!(!session::is_running());
+}
