@@ -25,6 +25,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::{session, ConfigValue, Error, ErrorKind, Profile, ProfileOptions};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
@@ -244,31 +245,40 @@ fn config_value(key: &str, value: &proto::AdvancedConfigValue) -> Result<ConfigV
     }
 }
 
+/// The session options a request asks for, and when it asks recording to start.
+fn request_options(
+    request: &proto::ProfileRequest,
+) -> Result<(ProfileOptions, Option<SystemTime>), Status> {
+    let opts = request.opts.clone().unwrap_or_default();
+    // Version 0 means an old client that filled in nothing: the server's defaults.
+    let mut options = ProfileOptions::default();
+    let mut start_at = None;
+    if opts.version > 0 {
+        options.host_tracer_level = opts.host_tracer_level;
+        options.device_tracer_level = opts.device_tracer_level;
+        let advanced: Result<BTreeMap<_, _>, Status> = opts
+            .advanced_configuration
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), config_value(k, v)?)))
+            .collect();
+        options.advanced_configuration = advanced?;
+        if opts.start_timestamp_ns > 0 {
+            start_at = Some(UNIX_EPOCH + Duration::from_nanos(opts.start_timestamp_ns));
+        }
+    }
+    if request.max_events > 0 {
+        options.max_events = request.max_events;
+    }
+    options
+        .validate()
+        .map_err(|e| invalid(format!("ProfileRequest.opts: {e}")))?;
+    Ok((options, start_at))
+}
+
 impl Capture {
     fn from_request(request: &proto::ProfileRequest) -> Result<Capture, Status> {
         let opts = request.opts.clone().unwrap_or_default();
-        // Version 0 means an old client that filled in nothing: the server's defaults.
-        let mut options = ProfileOptions::default();
-        let mut start_at = None;
-        if opts.version > 0 {
-            options.host_tracer_level = opts.host_tracer_level;
-            options.device_tracer_level = opts.device_tracer_level;
-            let advanced: Result<BTreeMap<_, _>, Status> = opts
-                .advanced_configuration
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), config_value(k, v)?)))
-                .collect();
-            options.advanced_configuration = advanced?;
-            if opts.start_timestamp_ns > 0 {
-                start_at = Some(UNIX_EPOCH + Duration::from_nanos(opts.start_timestamp_ns));
-            }
-        }
-        if request.max_events > 0 {
-            options.max_events = request.max_events;
-        }
-        options
-            .validate()
-            .map_err(|e| invalid(format!("ProfileRequest.opts: {e}")))?;
+        let (options, start_at) = request_options(request)?;
         let duration_ms = if opts.duration_ms > 0 {
             opts.duration_ms
         } else {
@@ -433,30 +443,68 @@ impl ProfilerService for Service {
         ))
     }
 
+    /// Starts the flight recorder (`prof::flight_recorder`): rings of
+    /// `max_events` records per thread (the default when 0), and, when the request
+    /// sets a duration, snapshots limited to that last stretch of time.
     async fn start_continuous_profiling(
         &self,
-        _request: Request<proto::ProfileRequest>,
+        request: Request<proto::ProfileRequest>,
     ) -> Result<Response<proto::ContinuousProfilingResponse>, Status> {
-        Err(Status::unimplemented(
-            "continuous profiling is not available in this version of prof's server; use Profile",
-        ))
+        let request = request.into_inner();
+        let (options, _) = request_options(&request)?;
+        let mut recorder = FlightRecorder::default();
+        if request.max_events > 0 {
+            recorder.events_per_thread = request.max_events;
+        }
+        let window_ms = request
+            .opts
+            .as_ref()
+            .map(|o| o.duration_ms)
+            .filter(|&ms| ms > 0)
+            .unwrap_or(request.duration_ms);
+        if window_ms > 0 {
+            recorder = recorder.window(Duration::from_millis(window_ms));
+        }
+        flight_recorder::start(options, recorder).map_err(|e| match e.kind() {
+            ErrorKind::AlreadyExists => Status::already_exists(e.to_string()),
+            _ => invalid(e.to_string()),
+        })?;
+        Ok(Response::new(proto::ContinuousProfilingResponse {}))
     }
 
     async fn stop_continuous_profiling(
         &self,
         _request: Request<proto::StopContinuousProfilingRequest>,
     ) -> Result<Response<proto::StopContinuousProfilingResponse>, Status> {
-        Err(Status::failed_precondition(
-            "no continuous profiling session is running",
-        ))
+        if !flight_recorder::is_running() {
+            return Err(Status::failed_precondition(
+                "no continuous profiling session is running",
+            ));
+        }
+        session::stop().map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(proto::StopContinuousProfilingResponse {}))
     }
 
+    /// What the flight recorder holds now, as the XSpace of a `ProfileResponse`;
+    /// recording goes on. There is one recorder per process, so
+    /// `snapshot_session_id` is not needed to find it.
     async fn get_snapshot(
         &self,
         _request: Request<proto::GetSnapshotRequest>,
     ) -> Result<Response<proto::ProfileResponse>, Status> {
-        Err(Status::not_found(
-            "no continuous profiling session is running",
-        ))
+        if !flight_recorder::is_running() {
+            return Err(Status::not_found(
+                "no continuous profiling session is running: call StartContinuousProfiling first",
+            ));
+        }
+        let profile = tokio::task::spawn_blocking(flight_recorder::snapshot)
+            .await
+            .map_err(|e| Status::internal(format!("the snapshot failed: {e}")))?
+            .map_err(|e| Status::failed_precondition(e.to_string()))?;
+        Ok(Response::new(proto::ProfileResponse {
+            empty_trace: profile.event_count() == 0,
+            xspace: Some(profile.into_xspace()),
+            ..proto::ProfileResponse::default()
+        }))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use profiler_core::{schema, session, trace};
+use profiler_core::{schema, session, trace, Profile};
 use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured};
 use profiler_remote::proto;
 use profiler_remote::rpc::profiler_service_client::ProfilerServiceClient;
@@ -464,4 +464,65 @@ fn unknown_fields_from_newer_clients_are_ignored() {
     bytes.extend_from_slice(&[0x98, 0x06, 0x01]);
     let decoded = proto::ProfileRequest::decode(bytes.as_slice()).expect("decodes");
     assert_eq!(decoded, xprof_like("r", "s", "h", 100));
+}
+
+#[test]
+fn continuous_profiling_keeps_the_latest_records_and_snapshots_without_stopping() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut c = raw_client(&addr).await;
+        let start = proto::ProfileRequest {
+            max_events: 2048,
+            opts: Some(proto::ProfileOptions {
+                version: 1,
+                host_tracer_level: 2,
+                ..proto::ProfileOptions::default()
+            }),
+            ..proto::ProfileRequest::default()
+        };
+        c.start_continuous_profiling(start.clone())
+            .await
+            .expect("start continuous");
+        let again = c
+            .start_continuous_profiling(start)
+            .await
+            .expect_err("one at a time");
+        assert_eq!(again.code(), Code::AlreadyExists);
+        std::thread::spawn(|| {
+            for step in 0..10_000i64 {
+                let _t = trace!("Train", step_num = step);
+            }
+        })
+        .join()
+        .expect("worker");
+        let snapshot = c
+            .get_snapshot(proto::GetSnapshotRequest::default())
+            .await
+            .expect("snapshot")
+            .into_inner();
+        assert!(!snapshot.empty_trace);
+        let profile = Profile::new(snapshot.xspace.expect("xspace"));
+        let steps = profile.steps();
+        assert!(steps.len() <= 2048, "bounded: {}", steps.len());
+        assert_eq!(steps.last(), Some(&9_999), "the most recent steps");
+        // Still recording after the snapshot.
+        assert!(profiler_core::flight_recorder::is_running());
+        // A one-off capture cannot run beside it.
+        assert!(c.profile(xprof_like("", "s", "h", 50)).await.is_err());
+        c.stop_continuous_profiling(proto::StopContinuousProfilingRequest::default())
+            .await
+            .expect("stop");
+        let stopped = c
+            .stop_continuous_profiling(proto::StopContinuousProfilingRequest::default())
+            .await
+            .expect_err("nothing to stop");
+        assert_eq!(stopped.code(), Code::FailedPrecondition);
+        let gone = c
+            .get_snapshot(proto::GetSnapshotRequest::default())
+            .await
+            .expect_err("nothing to snapshot");
+        assert_eq!(gone.code(), Code::NotFound);
+    });
 }
