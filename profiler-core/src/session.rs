@@ -119,6 +119,7 @@ pub fn stop() -> Result<Profile> {
 }
 
 fn open_gate(options: &ProfileOptions) -> Anchor {
+    crate::tracer::start_all(options);
     let anchor = Anchor::now();
     HOST_LEVEL.store(options.host_tracer_level as u8, Ordering::Release);
     anchor
@@ -127,6 +128,7 @@ fn open_gate(options: &ProfileOptions) -> Anchor {
 fn finish(mut running: Running) -> Result<Profile> {
     HOST_LEVEL.store(0, Ordering::Release);
     let stop = Anchor::now();
+    let tracers = crate::tracer::stop_all();
     let start = running.start.unwrap_or(stop);
     let mut space = collect(
         running.generation,
@@ -134,6 +136,7 @@ fn finish(mut running: Running) -> Result<Profile> {
         &stop,
         running.options.host_tracer_level as u8,
     );
+    crate::tracer::collect_all(tracers, &mut space, &start, &stop);
     let ignored: Vec<_> = running
         .options
         .advanced_configuration
