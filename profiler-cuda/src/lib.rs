@@ -13,5 +13,31 @@
 
 pub mod activity;
 pub mod convert;
+mod cupti;
 pub mod layout;
 pub mod synthetic;
+
+pub use cupti::{factory, missing_libraries, CuptiTracer};
+
+/// Adds the CUPTI tracer to every later prof session in this process (those with
+/// `device_tracer_level >= 1`). Calling it again has no further effect.
+///
+/// Where libcuda or libcupti cannot be loaded, sessions still record the host and
+/// their profile carries one warning naming what was missing and where it was looked
+/// for; nothing panics.
+///
+/// ```
+/// profiler_cuda::register();
+/// profiler_core::session::start(profiler_core::ProfileOptions::default(), None)?;
+/// let _t = profiler_core::trace!("step");
+/// # drop(_t);
+/// let profile = profiler_core::session::stop()?;
+/// // On a machine without CUDA: a host-only profile and one warning.
+/// if profiler_cuda::missing_libraries().is_some() {
+///     assert!(profile.warnings().iter().any(|w| w.contains("no GPU trace")));
+/// }
+/// # Ok::<(), profiler_core::Error>(())
+/// ```
+pub fn register() {
+    profiler_core::tracer::register(cupti::factory);
+}
