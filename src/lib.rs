@@ -69,6 +69,12 @@ pub use profiler_remote::client;
 #[cfg(feature = "remote")]
 pub use profiler_remote::server;
 
+/// The GPU timeline (feature `cuda`): CUPTI device tracing. [`start`] registers the
+/// tracer; sessions with `device_tracer_level >= 1` then record kernels, copies and
+/// their launches, or carry one warning when libcuda/libcupti are missing.
+#[cfg(feature = "cuda")]
+pub use profiler_cuda as cuda;
+
 /// What `#[prof::instrument]` expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
@@ -88,6 +94,8 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     // Checked here as well as in the core so that bad options fail before the logdir
     // is created on disk.
     options.validate()?;
+    #[cfg(feature = "cuda")]
+    profiler_cuda::register();
     export::logdir::prepare(&logdir)?;
     let formats = options.export_formats.clone();
     profiler_core::session::start(options, Some(writer(logdir, formats)))

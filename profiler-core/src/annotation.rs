@@ -23,6 +23,8 @@ pub struct Trace {
     event: Option<EventRef>,
     /// False for instants, whose end was written with their start.
     closes: bool,
+    /// Whether the tracer scope hook was told of the open, so must be of the close.
+    hooked: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -44,9 +46,12 @@ impl Trace {
     #[doc(hidden)]
     #[inline(always)]
     pub fn begin(name: &'static str) -> Trace {
+        let event = buffer::begin_event(name);
+        let hooked = event.as_ref().is_some_and(crate::tracer::scope_enter);
         Trace {
-            event: buffer::begin_event(name),
+            event,
             closes: true,
+            hooked,
             _not_send: PhantomData,
         }
     }
@@ -59,6 +64,7 @@ impl Trace {
         Trace {
             event: buffer::instant_event(name),
             closes: false,
+            hooked: false,
             _not_send: PhantomData,
         }
     }
@@ -70,6 +76,7 @@ impl Trace {
         Trace {
             event: None,
             closes: false,
+            hooked: false,
             _not_send: PhantomData,
         }
     }
@@ -103,6 +110,9 @@ impl Trace {
     #[inline]
     pub(crate) fn end(mut self) -> Option<u64> {
         let event = self.event.take()?;
+        if self.hooked {
+            crate::tracer::scope_exit(&event);
+        }
         self.closes.then(|| buffer::end_event(&event))
     }
 
@@ -120,6 +130,9 @@ impl Drop for Trace {
     #[inline]
     fn drop(&mut self) {
         if let (Some(event), true) = (&self.event, self.closes) {
+            if self.hooked {
+                crate::tracer::scope_exit(event);
+            }
             buffer::end_event(event);
         }
     }

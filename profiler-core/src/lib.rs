@@ -11,6 +11,8 @@
 //!   `tracing` span the subscriber passes, on the same timeline;
 //! - **sessions** ([`session::start`], [`session::stop`], [`ProfileOptions`]): one at a
 //!   time per process, as in `tf.profiler.experimental` and `jax.profiler`;
+//! - **tracers** ([`tracer`]): the plug-in interface device tracers (CUPTI, in
+//!   `profiler-cuda`) join sessions through;
 //! - **the XSpace model** ([`xspace`]): TSL's `xplane.proto`, the single representation
 //!   between recording and every output (TensorBoard/XProf, Perfetto, Chrome, OTLP).
 //!
@@ -62,6 +64,7 @@ pub mod schedule;
 pub mod schema;
 pub mod session;
 pub mod summary;
+pub mod tracer;
 pub mod xspace;
 
 pub use alloc::TrackingAllocator;

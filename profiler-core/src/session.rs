@@ -117,7 +117,7 @@ pub(crate) fn start_with(
     } else {
         Some(spawn_timer(generation, delay, duration)?)
     };
-    let start = delay.is_zero().then(|| open_gate(&options));
+    let start = delay.is_zero().then(|| open_gate(&options, false));
     *state = State::Running(Running {
         generation,
         records: generation,
@@ -229,15 +229,20 @@ pub fn is_paused() -> bool {
     matches!(&*state(), State::Running(r) if r.paused_at.is_some())
 }
 
-fn open_gate(options: &ProfileOptions) -> Anchor {
+/// Starts the tracers and the clock; opens the gate unless the session is paused.
+fn open_gate(options: &ProfileOptions, paused: bool) -> Anchor {
+    crate::tracer::start_all(options);
     let anchor = Anchor::now();
-    HOST_LEVEL.store(options.host_tracer_level as u8, Ordering::Release);
+    if !paused {
+        HOST_LEVEL.store(options.host_tracer_level as u8, Ordering::Release);
+    }
     anchor
 }
 
 fn finish(mut running: Running) -> Result<Profile> {
     HOST_LEVEL.store(0, Ordering::Release);
     let stop = Anchor::now();
+    let tracers = crate::tracer::stop_all();
     let start = running.start.unwrap_or(stop);
     if let Some(paused_at) = running.paused_at.take() {
         running.pauses.push((paused_at, stop.ticks));
@@ -250,6 +255,7 @@ fn finish(mut running: Running) -> Result<Profile> {
         &running.pauses,
         since(&running, &stop),
     );
+    crate::tracer::collect_all(tracers, &mut space, &start, &stop);
     let ignored: Vec<_> = running
         .options
         .advanced_configuration
@@ -351,11 +357,7 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
                 let mut state = state();
                 match &mut *state {
                     State::Running(r) if r.generation == generation => {
-                        let anchor = Anchor::now();
-                        if r.paused_at.is_none() {
-                            HOST_LEVEL.store(r.options.host_tracer_level as u8, Ordering::Release);
-                        }
-                        r.start = Some(anchor);
+                        r.start = Some(open_gate(&r.options, r.paused_at.is_some()));
                     }
                     _ => return,
                 }

@@ -721,6 +721,17 @@ pub(crate) fn end_event(event: &EventRef) -> u64 {
     end
 }
 
+/// The scope id of an event opened on this thread, for the tracer scope hook.
+pub(crate) fn scope_id(event: &EventRef) -> crate::tracer::ScopeId {
+    let line = WRITER
+        .try_with(|w| w.buffer().map_or(0, |b| b.line_id))
+        .unwrap_or(0);
+    crate::tracer::ScopeId {
+        line,
+        seq: event.seq,
+    }
+}
+
 /// Adds a field to an event opened by [`begin_event`] on this thread.
 pub(crate) fn add_field(event: &EventRef, key: &'static str, value: Value<'_>) {
     WRITER.with(|w| {

@@ -1,0 +1,127 @@
+//! Device tracers join sessions through `profiler_core::tracer`: started and stopped
+//! with the session, collecting into its XSpace, and told of every recorded annotation
+//! through the scope hook. Its own test binary: the registry is process-wide.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use profiler_core::tracer::{self, ScopeHook, ScopeId, SessionClock, Tracer};
+use profiler_core::xspace::{PlaneBuilder, XSpace};
+use profiler_core::{session, trace, ProfileOptions};
+
+static SCOPES: Mutex<Vec<(bool, ScopeId)>> = Mutex::new(Vec::new());
+static FAIL_START: AtomicBool = AtomicBool::new(false);
+
+fn enter(s: ScopeId) {
+    SCOPES.lock().expect("scopes").push((true, s));
+}
+fn exit(s: ScopeId) {
+    SCOPES.lock().expect("scopes").push((false, s));
+}
+static HOOK: ScopeHook = ScopeHook { enter, exit };
+
+struct FakeDevice {
+    started: bool,
+}
+
+impl Tracer for FakeDevice {
+    fn start(&mut self) -> Result<(), String> {
+        if FAIL_START.load(Ordering::Relaxed) {
+            return Err("fake device: libfake.so not found (looked in /nowhere)".into());
+        }
+        self.started = true;
+        tracer::set_scope_hook(Some(&HOOK));
+        Ok(())
+    }
+    fn stop(&mut self) -> Result<(), String> {
+        tracer::set_scope_hook(None);
+        Ok(())
+    }
+    fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {
+        assert!(self.started);
+        let mut plane = PlaneBuilder::new(100, "/device:GPU:0");
+        plane.add_plane_stat("core_count", profiler_core::xspace::XStatValue::Int64(1));
+        assert!(session.duration_ns() > 0);
+        space.planes.push(plane.build());
+    }
+}
+
+fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
+    (options.device_tracer_level >= 1).then(|| Box::new(FakeDevice { started: false }) as _)
+}
+
+#[test]
+fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
+    tracer::register(factory);
+    tracer::register(factory);
+
+    // 1. A tracer that starts: its plane is in the profile, and the GPU keys count.
+    session::start(
+        ProfileOptions::default().advanced("gpu_max_activity_api_events", 10),
+        None,
+    )
+    .expect("start");
+    {
+        let _outer = trace!("Train", step_num = 1);
+        let _inner = trace!("attn");
+    }
+    let profile = session::stop().expect("stop");
+    let space = profile.xspace();
+    assert_eq!(
+        space
+            .planes
+            .iter()
+            .filter(|p| p.name == "/device:GPU:0")
+            .count(),
+        1,
+        "registered twice, ran once"
+    );
+    assert!(space.warnings.is_empty(), "{:?}", space.warnings);
+    let scopes = std::mem::take(&mut *SCOPES.lock().expect("scopes"));
+    assert_eq!(scopes.len(), 4, "{scopes:?}");
+    let (outer, inner) = (scopes[0].1, scopes[1].1);
+    assert_eq!(outer.line, inner.line);
+    assert!(inner.seq > outer.seq);
+    assert_eq!(
+        scopes,
+        [(true, outer), (true, inner), (false, inner), (false, outer)]
+    );
+
+    // 2. Annotations after stop reach no hook.
+    {
+        let _t = trace!("after");
+    }
+    assert!(SCOPES.lock().expect("scopes").is_empty());
+
+    // 3. device_tracer_level 0: no tracer, and the GPU key is reported as unused.
+    session::start(
+        ProfileOptions::default()
+            .device_tracer_level(0)
+            .advanced("gpu_max_activity_api_events", 10),
+        None,
+    )
+    .expect("start");
+    let space = session::stop().expect("stop").xspace().clone();
+    assert!(space.plane("/device:GPU:0").is_none());
+    assert!(
+        space
+            .warnings
+            .iter()
+            .any(|w| w.contains("gpu_max_activity_api_events")),
+        "{:?}",
+        space.warnings
+    );
+
+    // 4. A tracer that cannot start: host tracing goes on, one warning says why.
+    FAIL_START.store(true, Ordering::Relaxed);
+    session::start(ProfileOptions::default(), None).expect("start");
+    {
+        let _t = trace!("host work");
+    }
+    let profile = session::stop().expect("stop");
+    assert_eq!(profile.event_count(), 1);
+    let warnings = &profile.xspace().warnings;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("libfake.so not found (looked in /nowhere)"));
+    assert!(SCOPES.lock().expect("scopes").is_empty());
+}

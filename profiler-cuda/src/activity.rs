@@ -1,0 +1,152 @@
+//! Activity records as plain Rust values: what the device tracer keeps of CUPTI's
+//! records, and the input of the conversion to XPlanes.
+//!
+//! Timestamps are nanoseconds on `profiler_core::tracer::clock_ns`, the clock CUPTI
+//! is pointed at, so they convert to the host timeline with no alignment step.
+
+/// Launch geometry and resources of one kernel, as XProf's `kernel_details` says them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelDetails {
+    /// Registers per thread.
+    pub registers_per_thread: u16,
+    /// Static shared memory per block, bytes.
+    pub static_shared_memory: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub dynamic_shared_memory: u32,
+    /// Grid dimensions (x, y, z).
+    pub grid: [u32; 3],
+    /// Block dimensions (x, y, z).
+    pub block: [u32; 3],
+}
+
+impl KernelDetails {
+    /// The `kernel_details` stat in the format XProf's kernel_stats parses
+    /// (space-separated `key:value` tokens; dimensions comma-separated). Occupancy
+    /// (`occ_pct`) is left out: CUPTI's records do not carry it, and XProf reads a
+    /// missing token as 0.
+    pub fn to_stat(&self) -> String {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        format!(
+            "regs:{} static_shared:{} dynamic_shared:{} grid:{gx},{gy},{gz} block:{bx},{by},{bz}",
+            self.registers_per_thread, self.static_shared_memory, self.dynamic_shared_memory
+        )
+    }
+}
+
+/// Where an activity ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// CUDA device ordinal.
+    pub device_id: u32,
+    /// CUDA context id.
+    pub context_id: u32,
+    /// CUDA stream id.
+    pub stream_id: u32,
+    /// CUPTI's correlation id, shared with the API call that launched it.
+    pub correlation_id: u32,
+}
+
+/// One record kept by the tracer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Activity {
+    /// A kernel execution.
+    Kernel {
+        /// Kernel (function) name, usually mangled.
+        name: String,
+        /// Start and end, ns.
+        start: u64,
+        /// End, ns.
+        end: u64,
+        /// Device, context, stream and correlation.
+        at: Placement,
+        /// Launch geometry and resources.
+        details: KernelDetails,
+    },
+    /// A memory copy.
+    Memcpy {
+        /// CUPTI's `CUpti_ActivityMemcpyKind`.
+        copy_kind: u8,
+        /// CUPTI's `CUpti_ActivityMemoryKind` of the source.
+        src_kind: u8,
+        /// CUPTI's `CUpti_ActivityMemoryKind` of the destination.
+        dst_kind: u8,
+        /// Bytes copied.
+        bytes: u64,
+        /// Start, ns.
+        start: u64,
+        /// End, ns.
+        end: u64,
+        /// Device, context, stream and correlation.
+        at: Placement,
+    },
+    /// A memory set.
+    Memset {
+        /// Bytes set.
+        bytes: u64,
+        /// Start, ns.
+        start: u64,
+        /// End, ns.
+        end: u64,
+        /// Device, context, stream and correlation.
+        at: Placement,
+    },
+    /// A CUDA driver or runtime API call (a launch, a copy, a synchronisation).
+    Api {
+        /// Function name, e.g. `cuLaunchKernel`.
+        name: String,
+        /// Start, ns.
+        start: u64,
+        /// End, ns.
+        end: u64,
+        /// OS thread id of the caller.
+        thread_id: u32,
+        /// CUPTI's correlation id, shared with the device work it launched.
+        correlation_id: u32,
+    },
+    /// The host annotation open when the API call `correlation_id` was made: the
+    /// `profiler_core::tracer::ScopeId` packed into `external_id`.
+    ExternalCorrelation {
+        /// CUPTI's correlation id.
+        correlation_id: u32,
+        /// The pushed external id.
+        external_id: u64,
+    },
+}
+
+/// What XProf shows of a GPU on its plane (TSL's device capability stats).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// CUDA device ordinal.
+    pub ordinal: u32,
+    /// Device name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Core clock, kHz.
+    pub clock_rate_khz: u64,
+    /// Streaming multiprocessors.
+    pub core_count: u64,
+    /// Global memory, bytes.
+    pub memory_size: u64,
+    /// Global memory bandwidth, bytes per second.
+    pub memory_bandwidth: u64,
+    /// Compute capability, major.
+    pub compute_cap_major: i64,
+    /// Compute capability, minor.
+    pub compute_cap_minor: i64,
+}
+
+/// Everything a session's device tracer collected.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceTrace {
+    /// The GPUs seen.
+    pub devices: Vec<DeviceInfo>,
+    /// Records in arrival order.
+    pub activities: Vec<Activity>,
+    /// Device records (kernels, copies, memsets) left out because
+    /// `gpu_max_activity_api_events` was reached.
+    pub dropped_activity: u64,
+    /// API records left out because `gpu_max_callback_api_events` was reached.
+    pub dropped_api: u64,
+    /// Records CUPTI itself dropped (its buffers were full).
+    pub dropped_by_cupti: u64,
+}

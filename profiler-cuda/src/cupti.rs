@@ -1,0 +1,390 @@
+//! The live CUPTI tracer: activity buffers, the host clock, external correlation.
+//!
+//! Nothing here has run on a GPU yet (none was available while it was written); the
+//! conversion it feeds is tested on synthetic records. cudarc panics on the first use
+//! of a symbol whose library is missing, so [`CuptiTracer::start`] checks for libcuda
+//! and libcupti before anything else and turns their absence into an error message
+//! that says what was missing and which names were tried.
+
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use cudarc::cupti::sys as cupti;
+use cudarc::driver::sys as driver;
+use profiler_core::tracer::{self, ScopeHook, ScopeId, SessionClock, Tracer};
+use profiler_core::xspace::XSpace;
+use profiler_core::ProfileOptions;
+
+use crate::activity::{Activity, DeviceInfo, DeviceTrace};
+use crate::layout::{self, kind};
+
+/// Size of each activity buffer handed to CUPTI (TSL uses the same order).
+const BUFFER_BYTES: usize = 4 << 20;
+/// Default caps, as JAX's defaults for the same keys.
+const DEFAULT_MAX_ACTIVITY: u64 = 2 << 20;
+const DEFAULT_MAX_API: u64 = 2 << 20;
+
+/// Records kept, filled on CUPTI's buffer-completion thread. The lock is held only to
+/// append parsed records; application threads never take it.
+static COLLECTED: Mutex<Option<Collected>> = Mutex::new(None);
+
+struct Collected {
+    trace: DeviceTrace,
+    max_activity: u64,
+    max_api: u64,
+    kept_activity: u64,
+    kept_api: u64,
+}
+
+fn collected() -> std::sync::MutexGuard<'static, Option<Collected>> {
+    COLLECTED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes the CUPTI tracer for sessions with `device_tracer_level >= 1`.
+pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
+    if options.device_tracer_level == 0 {
+        return None;
+    }
+    let cap = |key, default| {
+        options
+            .advanced_int(key)
+            .map_or(default, |v| u64::try_from(v).unwrap_or(0))
+    };
+    Some(Box::new(CuptiTracer {
+        max_activity: cap("gpu_max_activity_api_events", DEFAULT_MAX_ACTIVITY),
+        max_api: cap("gpu_max_callback_api_events", DEFAULT_MAX_API),
+        devices: Vec::new(),
+        running: false,
+    }))
+}
+
+/// Why the libraries are not usable, or `None` when both load.
+pub fn missing_libraries() -> Option<String> {
+    // SAFETY: these only try to load the libraries by name; no symbol is used.
+    let (has_cuda, has_cupti) = unsafe { (driver::is_culib_present(), cupti::is_culib_present()) };
+    let mut missing = Vec::new();
+    if !has_cuda {
+        missing.push(format!(
+            "libcuda (the NVIDIA driver; tried {})",
+            cudarc::get_lib_name_candidates("cuda").join(", ")
+        ));
+    }
+    if !has_cupti {
+        missing.push(format!(
+            "libcupti (tried {}; it is often in <cuda>/extras/CUPTI/lib64, add that to LD_LIBRARY_PATH)",
+            cudarc::get_lib_name_candidates("cupti").join(", ")
+        ));
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "prof: no GPU trace: {} not found on the library search path; host tracing goes on",
+            missing.join(" and ")
+        )
+    })
+}
+
+/// The CUPTI device tracer of one session.
+pub struct CuptiTracer {
+    max_activity: u64,
+    max_api: u64,
+    devices: Vec<DeviceInfo>,
+    running: bool,
+}
+
+const RECORD_KINDS: [cupti::CUpti_ActivityKind; 6] = [
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER,
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME,
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+];
+
+impl Tracer for CuptiTracer {
+    fn start(&mut self) -> Result<(), String> {
+        if let Some(why) = missing_libraries() {
+            return Err(why);
+        }
+        let fail = |what: &str, e: &dyn std::fmt::Debug| {
+            format!("prof: no GPU trace: {what} failed ({e:?}); host tracing goes on")
+        };
+        self.devices = devices().map_err(|e| fail("CUDA driver initialisation (cuInit)", &e))?;
+        *collected() = Some(Collected {
+            trace: DeviceTrace::default(),
+            max_activity: self.max_activity,
+            max_api: self.max_api,
+            kept_activity: 0,
+            kept_api: 0,
+        });
+        // SAFETY: the callbacks are `extern "C"` functions with the signatures CUPTI
+        // declares, living for the whole process.
+        unsafe {
+            cupti::cuptiActivityRegisterTimestampCallback(Some(timestamp))
+                .result()
+                .map_err(|e| fail("cuptiActivityRegisterTimestampCallback", &e))?;
+            cupti::cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed))
+                .result()
+                .map_err(|e| fail("cuptiActivityRegisterCallbacks", &e))?;
+        }
+        for kind in RECORD_KINDS {
+            // SAFETY: plain call into a loaded library.
+            let enabled = unsafe { cupti::cuptiActivityEnable(kind) }.result();
+            if let Err(e) = enabled {
+                self.disable();
+                let hint = if format!("{e:?}").contains("INSUFFICIENT_PRIVILEGES") {
+                    " (profiling needs permission: run as root or set the nvidia module option NVreg_RestrictProfilingToAdminUsers=0)"
+                } else {
+                    ""
+                };
+                return Err(fail(&format!("cuptiActivityEnable({kind:?}){hint}"), &e));
+            }
+        }
+        tracer::set_scope_hook(Some(&HOOK));
+        self.running = true;
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<(), String> {
+        if !self.running {
+            return Ok(());
+        }
+        tracer::set_scope_hook(None);
+        self.disable();
+        // SAFETY: plain call; 1 = CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, so buffers still in
+        // use are delivered too.
+        let flushed = unsafe { cupti::cuptiActivityFlushAll(1) }.result();
+        self.running = false;
+        flushed.map_err(|e| {
+            format!("prof: the GPU trace may be incomplete: cuptiActivityFlushAll failed ({e:?})")
+        })
+    }
+
+    fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {
+        let Some(mut got) = collected().take() else {
+            return;
+        };
+        got.trace.devices = std::mem::take(&mut self.devices);
+        crate::convert::add_to_space(&got.trace, space, &|ns| session.to_session_ns(ns));
+    }
+}
+
+impl CuptiTracer {
+    fn disable(&self) {
+        for kind in RECORD_KINDS {
+            // SAFETY: plain call; disabling a kind that is not enabled is harmless.
+            let _ = unsafe { cupti::cuptiActivityDisable(kind) };
+        }
+    }
+}
+
+fn devices() -> Result<Vec<DeviceInfo>, driver::CUresult> {
+    use driver::CUdevice_attribute as A;
+    // SAFETY: libcuda was found; these are plain queries with valid out-pointers.
+    unsafe {
+        driver::cuInit(0).result().map_err(|e| e.0)?;
+        let mut count = 0;
+        driver::cuDeviceGetCount(&mut count)
+            .result()
+            .map_err(|e| e.0)?;
+        let mut out = Vec::new();
+        for ordinal in 0..count {
+            let mut dev = 0;
+            driver::cuDeviceGet(&mut dev, ordinal)
+                .result()
+                .map_err(|e| e.0)?;
+            let attr = |a: A| {
+                let mut v = 0;
+                let _ = driver::cuDeviceGetAttribute(&mut v, a, dev);
+                u64::try_from(v).unwrap_or(0)
+            };
+            let mut mem = 0usize;
+            let _ = driver::cuDeviceTotalMem_v2(&mut mem, dev);
+            let mut name = [0 as std::ffi::c_char; 256];
+            let _ = driver::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, dev);
+            // Memory clock is in kHz and the bus width in bits; DDR moves two words a clock.
+            let bandwidth = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+                * 1000
+                * 2
+                * attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+                / 8;
+            out.push(DeviceInfo {
+                ordinal: ordinal as u32,
+                name: CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
+                clock_rate_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+                core_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+                memory_size: mem as u64,
+                memory_bandwidth: bandwidth,
+                compute_cap_major: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) as i64,
+                compute_cap_minor: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) as i64,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// CUPTI's clock: the tracer clock prof converts host events with, so device and host
+/// lines share one time base.
+extern "C" fn timestamp() -> u64 {
+    tracer::clock_ns()
+}
+
+extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    let block = vec![0u8; BUFFER_BYTES].into_boxed_slice();
+    // SAFETY: CUPTI passes valid out-pointers; the buffer is returned to
+    // `buffer_completed`, which frees it with the same layout.
+    unsafe {
+        *buffer = Box::into_raw(block).cast::<u8>();
+        *size = BUFFER_BYTES;
+        *max_records = 0;
+    }
+}
+
+extern "C" fn buffer_completed(
+    _context: driver::CUcontext,
+    _stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
+    if buffer.is_null() {
+        return;
+    }
+    let mut parsed = Vec::new();
+    let mut record: *mut cupti::CUpti_Activity = std::ptr::null_mut();
+    // SAFETY: `buffer` is one `buffer_requested` made, holding `valid` bytes of records
+    // CUPTI wrote; each record is at least its kind's shared prefix long.
+    unsafe {
+        while cupti::cuptiActivityGetNextRecord(buffer, valid, &mut record)
+            .result()
+            .is_ok()
+        {
+            let kind_value = *record.cast::<u32>();
+            if let Some(len) = layout::prefix_len(kind_value) {
+                let bytes = std::slice::from_raw_parts(record.cast::<u8>(), len);
+                if let Some(activity) = layout::read(bytes, &LiveNames) {
+                    parsed.push(activity);
+                }
+            }
+        }
+        let mut dropped = 0usize;
+        let _ = cupti::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            buffer,
+            BUFFER_BYTES,
+        )));
+        keep(parsed, dropped as u64);
+    }
+}
+
+fn keep(parsed: Vec<Activity>, dropped_by_cupti: u64) {
+    let mut guard = collected();
+    let Some(c) = guard.as_mut() else { return };
+    c.trace.dropped_by_cupti += dropped_by_cupti;
+    for activity in parsed {
+        let (kept, max, dropped) = match activity {
+            Activity::Api { .. } => (&mut c.kept_api, c.max_api, &mut c.trace.dropped_api),
+            Activity::ExternalCorrelation { .. } => {
+                (&mut c.kept_api, u64::MAX, &mut c.trace.dropped_api)
+            }
+            _ => (
+                &mut c.kept_activity,
+                c.max_activity,
+                &mut c.trace.dropped_activity,
+            ),
+        };
+        if *kept >= max {
+            *dropped += 1;
+            continue;
+        }
+        *kept += 1;
+        c.trace.activities.push(activity);
+    }
+}
+
+struct LiveNames;
+
+impl layout::Names for LiveNames {
+    fn kernel(&self, name_ptr: u64) -> String {
+        if name_ptr == 0 {
+            return "(unnamed kernel)".to_owned();
+        }
+        // SAFETY: CUPTI's kernel name pointers are NUL-terminated strings it keeps for
+        // the life of the process.
+        unsafe { CStr::from_ptr(name_ptr as usize as *const std::ffi::c_char) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn api(&self, domain_kind: u32, cbid: u32) -> String {
+        let domain = if domain_kind == kind::DRIVER {
+            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
+        } else {
+            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API
+        };
+        let mut name: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: valid out-pointer; CUPTI returns a static string on success.
+        let ok = unsafe { cupti::cuptiGetCallbackName(domain, cbid, &mut name) }
+            .result()
+            .is_ok();
+        if ok && !name.is_null() {
+            // SAFETY: as above.
+            unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            format!("CUDA API {cbid}")
+        }
+    }
+}
+
+/// Pushes each recorded annotation as CUPTI's external correlation id, so every
+/// launch made inside it carries the annotation's [`ScopeId`].
+static HOOK: ScopeHook = ScopeHook { enter, exit };
+
+thread_local! {
+    /// Ids this thread pushed and not yet popped: pops never outnumber pushes.
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+static PUSH_FAILURES: AtomicU64 = AtomicU64::new(0);
+
+fn enter(scope: ScopeId) {
+    // SAFETY: plain call into libcupti, which `start` found before installing the hook.
+    let pushed = unsafe {
+        cupti::cuptiActivityPushExternalCorrelationId(
+            cupti::CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+            scope.to_u64(),
+        )
+    }
+    .result();
+    match pushed {
+        Ok(()) => {
+            let _ = DEPTH.try_with(|d| d.set(d.get() + 1));
+        }
+        Err(_) => {
+            PUSH_FAILURES.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn exit(_scope: ScopeId) {
+    let popped = DEPTH.try_with(|d| {
+        let depth = d.get();
+        if depth > 0 {
+            d.set(depth - 1);
+        }
+        depth > 0
+    });
+    if popped == Ok(true) {
+        let mut last = 0u64;
+        // SAFETY: valid out-pointer; this thread pushed at least one id.
+        let _ = unsafe {
+            cupti::cuptiActivityPopExternalCorrelationId(
+                cupti::CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                &mut last,
+            )
+        };
+    }
+}

@@ -1,0 +1,371 @@
+//! Reading CUPTI activity records whatever their version.
+//!
+//! CUPTI versions its record structs (`CUpti_ActivityKernel4` … `Kernel13`,
+//! `Memcpy5`/`6`/`7`, `Memset4`/`5`), and the libcupti loaded at run time, not the
+//! headers prof was built against, decides which one arrives. Every version keeps the
+//! fields prof reads at the same offsets, a shared prefix; only later fields move or
+//! appear. So records are read as bytes, by those offsets, never through a versioned
+//! struct: a newer CUPTI's longer records read the same, and a build against one CUDA
+//! version runs with another's libcupti. The offsets are checked against cudarc's
+//! generated structs in the tests.
+
+use crate::activity::{Activity, KernelDetails, Placement};
+
+/// `CUpti_ActivityKind` values prof reads.
+pub mod kind {
+    /// `CUPTI_ACTIVITY_KIND_MEMCPY`.
+    pub const MEMCPY: u32 = 1;
+    /// `CUPTI_ACTIVITY_KIND_MEMSET`.
+    pub const MEMSET: u32 = 2;
+    /// `CUPTI_ACTIVITY_KIND_KERNEL` (serialised kernels).
+    pub const KERNEL: u32 = 3;
+    /// `CUPTI_ACTIVITY_KIND_DRIVER`.
+    pub const DRIVER: u32 = 4;
+    /// `CUPTI_ACTIVITY_KIND_RUNTIME`.
+    pub const RUNTIME: u32 = 5;
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`.
+    pub const CONCURRENT_KERNEL: u32 = 10;
+    /// `CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`.
+    pub const EXTERNAL_CORRELATION: u32 = 39;
+}
+
+/// Offsets of the shared prefix of `CUpti_ActivityKernel4` … `Kernel13`.
+pub(crate) mod kernel {
+    pub(crate) const REGISTERS: usize = 6;
+    pub(crate) const START: usize = 16;
+    pub(crate) const END: usize = 24;
+    pub(crate) const DEVICE: usize = 40;
+    pub(crate) const CONTEXT: usize = 44;
+    pub(crate) const STREAM: usize = 48;
+    pub(crate) const GRID: usize = 52;
+    pub(crate) const BLOCK: usize = 64;
+    pub(crate) const STATIC_SHARED: usize = 76;
+    pub(crate) const DYNAMIC_SHARED: usize = 80;
+    pub(crate) const CORRELATION: usize = 92;
+    pub(crate) const NAME: usize = 104;
+    pub(crate) const PREFIX: usize = 112;
+}
+
+/// Offsets of the shared prefix of `CUpti_ActivityMemcpy5` … `Memcpy7`.
+pub(crate) mod memcpy {
+    pub(crate) const COPY_KIND: usize = 4;
+    pub(crate) const SRC_KIND: usize = 5;
+    pub(crate) const DST_KIND: usize = 6;
+    pub(crate) const BYTES: usize = 8;
+    pub(crate) const START: usize = 16;
+    pub(crate) const END: usize = 24;
+    pub(crate) const DEVICE: usize = 32;
+    pub(crate) const CONTEXT: usize = 36;
+    pub(crate) const STREAM: usize = 40;
+    pub(crate) const CORRELATION: usize = 44;
+    pub(crate) const PREFIX: usize = 48;
+}
+
+/// Offsets of the shared prefix of `CUpti_ActivityMemset4` and `Memset5`.
+pub(crate) mod memset {
+    pub(crate) const BYTES: usize = 8;
+    pub(crate) const START: usize = 16;
+    pub(crate) const END: usize = 24;
+    pub(crate) const DEVICE: usize = 32;
+    pub(crate) const CONTEXT: usize = 36;
+    pub(crate) const STREAM: usize = 40;
+    pub(crate) const CORRELATION: usize = 44;
+    pub(crate) const PREFIX: usize = 48;
+}
+
+/// Offsets of `CUpti_ActivityAPI` (driver and runtime records; unversioned).
+pub(crate) mod api {
+    pub(crate) const CBID: usize = 4;
+    pub(crate) const START: usize = 8;
+    pub(crate) const END: usize = 16;
+    pub(crate) const THREAD: usize = 28;
+    pub(crate) const CORRELATION: usize = 32;
+    pub(crate) const PREFIX: usize = 40;
+}
+
+/// Offsets of `CUpti_ActivityExternalCorrelation` (unversioned).
+pub(crate) mod external {
+    pub(crate) const EXTERNAL_ID: usize = 8;
+    pub(crate) const CORRELATION: usize = 16;
+    pub(crate) const PREFIX: usize = 24;
+}
+
+/// How many leading bytes of a record of `kind` are read; `None` for kinds prof
+/// does not read. Every version of the record is at least this long.
+pub fn prefix_len(kind: u32) -> Option<usize> {
+    Some(match kind {
+        kind::KERNEL | kind::CONCURRENT_KERNEL => kernel::PREFIX,
+        kind::MEMCPY => memcpy::PREFIX,
+        kind::MEMSET => memset::PREFIX,
+        kind::DRIVER | kind::RUNTIME => api::PREFIX,
+        kind::EXTERNAL_CORRELATION => external::PREFIX,
+        _ => return None,
+    })
+}
+
+/// Names the record fields that are pointers or ids: a kernel's name pointer, and an
+/// API call's callback id with its domain (`DRIVER` or `RUNTIME`).
+pub trait Names {
+    /// The kernel name behind CUPTI's name pointer.
+    fn kernel(&self, name_ptr: u64) -> String;
+    /// The function name of API callback `cbid` in `domain_kind`.
+    fn api(&self, domain_kind: u32, cbid: u32) -> String;
+}
+
+/// Reads one record. `None` when its kind is not one prof reads or `bytes` is shorter
+/// than that kind's prefix (a truncated record is skipped, never misread).
+pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
+    let kind = u32_at(bytes, 0)?;
+    if bytes.len() < prefix_len(kind)? {
+        return None;
+    }
+    let u32_ = |at| u32_at(bytes, at).unwrap_or(0);
+    let u64_ = |at| u64_at(bytes, at).unwrap_or(0);
+    let dims = |at: usize| [u32_(at), u32_(at + 4), u32_(at + 8)];
+    Some(match kind {
+        kind::KERNEL | kind::CONCURRENT_KERNEL => Activity::Kernel {
+            name: names.kernel(u64_(kernel::NAME)),
+            start: u64_(kernel::START),
+            end: u64_(kernel::END),
+            at: Placement {
+                device_id: u32_(kernel::DEVICE),
+                context_id: u32_(kernel::CONTEXT),
+                stream_id: u32_(kernel::STREAM),
+                correlation_id: u32_(kernel::CORRELATION),
+            },
+            details: KernelDetails {
+                registers_per_thread: u16::from_le_bytes([
+                    bytes[kernel::REGISTERS],
+                    bytes[kernel::REGISTERS + 1],
+                ]),
+                static_shared_memory: u32_(kernel::STATIC_SHARED),
+                dynamic_shared_memory: u32_(kernel::DYNAMIC_SHARED),
+                grid: dims(kernel::GRID),
+                block: dims(kernel::BLOCK),
+            },
+        },
+        kind::MEMCPY => Activity::Memcpy {
+            copy_kind: bytes[memcpy::COPY_KIND],
+            src_kind: bytes[memcpy::SRC_KIND],
+            dst_kind: bytes[memcpy::DST_KIND],
+            bytes: u64_(memcpy::BYTES),
+            start: u64_(memcpy::START),
+            end: u64_(memcpy::END),
+            at: Placement {
+                device_id: u32_(memcpy::DEVICE),
+                context_id: u32_(memcpy::CONTEXT),
+                stream_id: u32_(memcpy::STREAM),
+                correlation_id: u32_(memcpy::CORRELATION),
+            },
+        },
+        kind::MEMSET => Activity::Memset {
+            bytes: u64_(memset::BYTES),
+            start: u64_(memset::START),
+            end: u64_(memset::END),
+            at: Placement {
+                device_id: u32_(memset::DEVICE),
+                context_id: u32_(memset::CONTEXT),
+                stream_id: u32_(memset::STREAM),
+                correlation_id: u32_(memset::CORRELATION),
+            },
+        },
+        kind::DRIVER | kind::RUNTIME => Activity::Api {
+            name: names.api(kind, u32_(api::CBID)),
+            start: u64_(api::START),
+            end: u64_(api::END),
+            thread_id: u32_(api::THREAD),
+            correlation_id: u32_(api::CORRELATION),
+        },
+        kind::EXTERNAL_CORRELATION => Activity::ExternalCorrelation {
+            correlation_id: u32_(external::CORRELATION),
+            external_id: u64_(external::EXTERNAL_ID),
+        },
+        _ => return None,
+    })
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::offset_of;
+
+    use cudarc::cupti::sys;
+
+    use super::*;
+    use crate::synthetic::{self, Names};
+
+    // The offsets above against the structs cudarc generates from CUPTI's headers, for
+    // the versions every supported CUDA 12 and 13 build has.
+    #[test]
+    fn offsets_match_cuptis_structs() {
+        type K = sys::CUpti_ActivityKernel9;
+        assert_eq!(offset_of!(K, registersPerThread), kernel::REGISTERS);
+        assert_eq!(offset_of!(K, start), kernel::START);
+        assert_eq!(offset_of!(K, end), kernel::END);
+        assert_eq!(offset_of!(K, deviceId), kernel::DEVICE);
+        assert_eq!(offset_of!(K, contextId), kernel::CONTEXT);
+        assert_eq!(offset_of!(K, streamId), kernel::STREAM);
+        assert_eq!(offset_of!(K, gridX), kernel::GRID);
+        assert_eq!(offset_of!(K, blockX), kernel::BLOCK);
+        assert_eq!(offset_of!(K, staticSharedMemory), kernel::STATIC_SHARED);
+        assert_eq!(offset_of!(K, dynamicSharedMemory), kernel::DYNAMIC_SHARED);
+        assert_eq!(offset_of!(K, correlationId), kernel::CORRELATION);
+        assert_eq!(offset_of!(K, name), kernel::NAME);
+        assert_eq!(std::mem::size_of::<K>(), synthetic::KERNEL9_LEN);
+
+        type M = sys::CUpti_ActivityMemcpy5;
+        assert_eq!(offset_of!(M, copyKind), memcpy::COPY_KIND);
+        assert_eq!(offset_of!(M, srcKind), memcpy::SRC_KIND);
+        assert_eq!(offset_of!(M, dstKind), memcpy::DST_KIND);
+        assert_eq!(offset_of!(M, bytes), memcpy::BYTES);
+        assert_eq!(offset_of!(M, start), memcpy::START);
+        assert_eq!(offset_of!(M, end), memcpy::END);
+        assert_eq!(offset_of!(M, deviceId), memcpy::DEVICE);
+        assert_eq!(offset_of!(M, contextId), memcpy::CONTEXT);
+        assert_eq!(offset_of!(M, streamId), memcpy::STREAM);
+        assert_eq!(offset_of!(M, correlationId), memcpy::CORRELATION);
+
+        type A = sys::CUpti_ActivityAPI;
+        assert_eq!(offset_of!(A, cbid), api::CBID);
+        assert_eq!(offset_of!(A, start), api::START);
+        assert_eq!(offset_of!(A, end), api::END);
+        assert_eq!(offset_of!(A, threadId), api::THREAD);
+        assert_eq!(offset_of!(A, correlationId), api::CORRELATION);
+
+        type E = sys::CUpti_ActivityExternalCorrelation;
+        assert_eq!(offset_of!(E, externalId), external::EXTERNAL_ID);
+        assert_eq!(offset_of!(E, correlationId), external::CORRELATION);
+
+        assert_eq!(
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u32,
+            kind::CONCURRENT_KERNEL
+        );
+        assert_eq!(
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION as u32,
+            kind::EXTERNAL_CORRELATION
+        );
+    }
+
+    fn sample() -> synthetic::Kernel {
+        synthetic::Kernel {
+            name_ptr: 0,
+            start: 1_000,
+            end: 3_500,
+            device: 1,
+            stream: 7,
+            correlation: 42,
+            registers: 96,
+            static_shared: 2048,
+            dynamic_shared: 16384,
+            grid: [128, 2, 1],
+            block: [256, 1, 1],
+        }
+    }
+
+    #[test]
+    fn kernel_records_of_cupti_12_and_13_read_the_same() {
+        let names = Names(vec!["ampere_sgemm_128x64_nn"]);
+        let k9 = read(
+            &synthetic::kernel_record(&sample(), synthetic::KERNEL9_LEN),
+            &names,
+        );
+        let k13 = read(
+            &synthetic::kernel_record(&sample(), synthetic::KERNEL13_LEN),
+            &names,
+        );
+        assert_eq!(k9, k13);
+        let Some(Activity::Kernel {
+            name,
+            start,
+            end,
+            at,
+            details,
+        }) = k9
+        else {
+            panic!("not a kernel: {k9:?}");
+        };
+        assert_eq!(name, "ampere_sgemm_128x64_nn");
+        assert_eq!((start, end), (1_000, 3_500));
+        assert_eq!(
+            (at.device_id, at.context_id, at.stream_id, at.correlation_id),
+            (1, 1, 7, 42)
+        );
+        assert_eq!(
+            details.to_stat(),
+            "regs:96 static_shared:2048 dynamic_shared:16384 grid:128,2,1 block:256,1,1"
+        );
+    }
+
+    #[test]
+    fn copies_sets_api_calls_and_correlations_are_read() {
+        let names = Names(vec![]);
+        // Memcpy5 (88 bytes) and Memcpy7 (112, CUPTI 13.4) share the prefix.
+        for len in [88, 112] {
+            let r = read(
+                &synthetic::memcpy_record(1, 2, 3, 4096, 10, 20, 7, 5, len),
+                &names,
+            );
+            assert_eq!(
+                r,
+                Some(Activity::Memcpy {
+                    copy_kind: 1,
+                    src_kind: 2,
+                    dst_kind: 3,
+                    bytes: 4096,
+                    start: 10,
+                    end: 20,
+                    at: Placement {
+                        device_id: 0,
+                        context_id: 1,
+                        stream_id: 7,
+                        correlation_id: 5
+                    },
+                })
+            );
+        }
+        let r = read(&synthetic::memset_record(64, 30, 31, 9, 6), &names);
+        assert!(
+            matches!(r, Some(Activity::Memset { bytes: 64, start: 30, end: 31, at }) if at.stream_id == 9 && at.correlation_id == 6)
+        );
+        let r = read(
+            &synthetic::api_record(kind::DRIVER, 1, 5, 9, 1234, 42),
+            &names,
+        );
+        assert_eq!(
+            r,
+            Some(Activity::Api {
+                name: "cuLaunchKernel".into(),
+                start: 5,
+                end: 9,
+                thread_id: 1234,
+                correlation_id: 42
+            })
+        );
+        let r = read(&synthetic::external_record(42, 7 << 32 | 3), &names);
+        assert_eq!(
+            r,
+            Some(Activity::ExternalCorrelation {
+                correlation_id: 42,
+                external_id: 7 << 32 | 3
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_kinds_and_truncated_records_are_skipped() {
+        let names = Names(vec!["k"]);
+        let mut other = vec![0u8; 64];
+        other[0] = 8; // CUPTI_ACTIVITY_KIND_DEVICE: not read here
+        assert_eq!(read(&other, &names), None);
+        let k = synthetic::kernel_record(&sample(), synthetic::KERNEL9_LEN);
+        assert_eq!(read(&k[..kernel::PREFIX - 1], &names), None);
+        assert_eq!(read(&[], &names), None);
+    }
+}

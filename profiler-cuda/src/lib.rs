@@ -1,0 +1,43 @@
+//! prof's GPU tracer: CUPTI activity records, read through cudarc, as the
+//! `/device:GPU:<n>` planes XProf shows for TensorFlow and JAX.
+//!
+//! [`register`] adds the tracer to every later prof session (the `prof` facade does it
+//! under its `cuda` feature). While a session runs with `device_tracer_level >= 1` the
+//! tracer records kernels, copies, memsets and the CUDA API calls that launched them;
+//! at collection, [`convert::add_to_space`] puts them on the profile.
+//!
+//! The crate is split in two: [`activity`], [`layout`] and [`convert`] are pure (no
+//! CUDA library is touched, everything is tested on synthetic records), and `cupti`
+//! holds the live plumbing, which checks for libcuda and libcupti before using any of
+//! their symbols and turns their absence into one profile warning.
+
+pub mod activity;
+pub mod convert;
+mod cupti;
+pub mod layout;
+pub mod synthetic;
+
+pub use cupti::{factory, missing_libraries, CuptiTracer};
+
+/// Adds the CUPTI tracer to every later prof session in this process (those with
+/// `device_tracer_level >= 1`). Calling it again has no further effect.
+///
+/// Where libcuda or libcupti cannot be loaded, sessions still record the host and
+/// their profile carries one warning naming what was missing and where it was looked
+/// for; nothing panics.
+///
+/// ```
+/// profiler_cuda::register();
+/// profiler_core::session::start(profiler_core::ProfileOptions::default(), None)?;
+/// let _t = profiler_core::trace!("step");
+/// # drop(_t);
+/// let profile = profiler_core::session::stop()?;
+/// // On a machine without CUDA: a host-only profile and one warning.
+/// if profiler_cuda::missing_libraries().is_some() {
+///     assert!(profile.warnings().iter().any(|w| w.contains("no GPU trace")));
+/// }
+/// # Ok::<(), profiler_core::Error>(())
+/// ```
+pub fn register() {
+    profiler_core::tracer::register(cupti::factory);
+}
