@@ -10,6 +10,10 @@
 //! by every later session (a session that records more than any before it grows the
 //! list by one 32 KiB chunk per 1024 records, amortised over those records).
 //!
+//! A flight recorder's session instead writes each thread's records in a ring of a
+//! fixed number of chunks, overwriting the oldest; [`ring`] says how a snapshot reads
+//! it while it is being written.
+//!
 //! Records, each one slot of four `u64` words:
 //!
 //! | kind  | word 0          | word 1                      | word 2      | word 3        |
@@ -32,7 +36,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::field::Value;
 
+mod decode;
 mod ring;
+
+use decode::{decode, SlotIter};
 
 /// Slots per chunk: 1024 × 32 bytes = 32 KiB.
 pub(crate) const CHUNK_SLOTS: usize = 1024;
@@ -173,11 +180,7 @@ impl ThreadBuffer {
         let published = self.published.load(Ordering::Acquire);
         let ring = self.ring.load(Ordering::Relaxed);
         if ring == 0 {
-            let slots = SlotIter {
-                chunk: Some(&self.head),
-                pos: 0,
-                remaining: published,
-            };
+            let slots = SlotIter::new(&self.head, published);
             decode(0, slots.map(Slot::read), visit);
         } else {
             let (start, words) = ring::copy(self, published, ring);
@@ -193,101 +196,6 @@ impl ThreadBuffer {
     #[cfg(test)]
     pub(crate) fn published(&self) -> u64 {
         self.published.load(Ordering::Acquire)
-    }
-}
-
-/// Decodes records from `slots`, the first of which has sequence number `seq` and is
-/// the head of a record.
-fn decode(mut seq: u64, mut slots: impl Iterator<Item = [u64; 4]>, mut visit: impl FnMut(Record)) {
-    while let Some(words) = slots.next() {
-        let this = seq;
-        seq += 1;
-        match words[1] & 0xf {
-            KIND_EVENT => visit(Record::Event {
-                seq: this,
-                // SAFETY: event slots hold a `&'static str` split into pointer and
-                // length by `Writer::push_event`, published before this read.
-                name: unsafe { static_str(words[0], words[1] >> 8) },
-                start: words[2],
-                end: words[3],
-            }),
-            KIND_FIELD => {
-                // SAFETY: field slots hold a `&'static str` key split into pointer
-                // and length by `Writer::push_field`.
-                let key = unsafe { static_str(words[0], words[1] >> 8) };
-                let value = match (words[1] >> 4) & 0xf {
-                    TAG_I64 => OwnedValue::I64(words[3] as i64),
-                    TAG_U64 => OwnedValue::U64(words[3]),
-                    TAG_F64 => OwnedValue::F64(f64::from_bits(words[3])),
-                    TAG_BOOL => OwnedValue::Bool(words[3] != 0),
-                    _ => {
-                        let len = words[3] as usize;
-                        let mut bytes = Vec::with_capacity(len);
-                        for _ in 0..len.div_ceil(32) {
-                            let Some(slot) = slots.next() else { break };
-                            seq += 1;
-                            for word in slot {
-                                bytes.extend_from_slice(&word.to_le_bytes());
-                            }
-                        }
-                        bytes.truncate(len);
-                        OwnedValue::Str(String::from_utf8_lossy(&bytes).into_owned())
-                    }
-                };
-                visit(Record::Field {
-                    event_seq: words[2],
-                    key,
-                    value,
-                });
-            }
-            KIND_MARK => visit(Record::Mark {
-                // SAFETY: mark slots hold a `&'static str` split by `Writer::push_mark`.
-                name: unsafe { static_str(words[0], words[1] >> 8) },
-                at: words[2],
-                value: words[3],
-            }),
-            // A slot is only published once written; anything else is a bug, and
-            // skipping it keeps the rest of the thread's records.
-            _ => {}
-        }
-    }
-}
-
-/// # Safety
-/// `ptr` and `len` must come from a `&'static str`.
-unsafe fn static_str(ptr: u64, len: u64) -> &'static str {
-    // SAFETY: guaranteed by the caller: the bytes are a live, immutable, valid UTF-8
-    // `'static` string.
-    unsafe {
-        std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-            ptr as usize as *const u8,
-            len as usize,
-        ))
-    }
-}
-
-struct SlotIter<'a> {
-    chunk: Option<&'a Chunk>,
-    pos: usize,
-    remaining: u64,
-}
-
-impl<'a> Iterator for SlotIter<'a> {
-    type Item = &'a Slot;
-
-    fn next(&mut self) -> Option<&'a Slot> {
-        if self.remaining == 0 {
-            return None;
-        }
-        if self.pos == CHUNK_SLOTS {
-            // The writer links a chunk before publishing any slot in it.
-            self.chunk = self.chunk?.next.get().map(|c| &**c);
-            self.pos = 0;
-        }
-        let slot = &self.chunk?.slots[self.pos];
-        self.pos += 1;
-        self.remaining -= 1;
-        Some(slot)
     }
 }
 
