@@ -104,6 +104,22 @@ pub enum Activity {
         /// CUPTI's correlation id, shared with the device work it launched.
         correlation_id: u32,
     },
+    /// A device memory allocation or release (CUPTI's `MEMORY2` records).
+    Memory {
+        /// CUPTI's `CUpti_ActivityMemoryOperationType`: see
+        /// [`crate::layout::memory_operation`].
+        operation: u32,
+        /// CUPTI's `CUpti_ActivityMemoryKind` of the memory.
+        memory_kind: u32,
+        /// Address of the block.
+        address: u64,
+        /// Size of the block, bytes.
+        bytes: u64,
+        /// When it was allocated or released, ns.
+        timestamp: u64,
+        /// Device, context, stream and correlation.
+        at: Placement,
+    },
     /// The host annotation open when the API call `correlation_id` was made: the
     /// `profiler_core::tracer::ScopeId` packed into `external_id`.
     ExternalCorrelation {
@@ -142,7 +158,7 @@ pub struct DeviceTrace {
     pub devices: Vec<DeviceInfo>,
     /// Records in arrival order.
     pub activities: Vec<Activity>,
-    /// Device records (kernels, copies, memsets) left out because
+    /// Device records (kernels, copies, memsets, memory records) left out because
     /// `gpu_max_activity_api_events` was reached.
     pub dropped_activity: u64,
     /// API records left out because `gpu_max_callback_api_events` was reached.

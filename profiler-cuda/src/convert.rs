@@ -10,7 +10,9 @@
 //! - the host annotation that enclosed a launch (found through the external
 //!   correlation id: the host line it names, then the innermost event on that line
 //!   containing the launch) as the `annotation` stat of the device work, and the
-//!   enclosing step's number as `host_step_num`.
+//!   enclosing step's number as `host_step_num`;
+//! - per device, the bytes of device memory in use, from CUPTI's memory records, as
+//!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -32,6 +34,9 @@ pub const API_LINE_BASE_ID: i64 = 0x7d00_0000;
 pub const ANNOTATION: &str = "annotation";
 /// Stat: `step_num` of the step enclosing the launch of device work.
 pub const HOST_STEP_NUM: &str = "host_step_num";
+
+/// Counter: bytes of device memory in use on a GPU, on its plane's `_counters_` line.
+pub const DEVICE_BYTES_IN_USE: &str = "device_bytes_in_use";
 
 /// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings.
 /// `to_session_ns` maps a record timestamp to nanoseconds since the session start
@@ -183,6 +188,7 @@ pub fn add_to_space(
                 launched_in.get(&at.correlation_id),
             );
     }
+    add_memory_in_use(trace, &mut planes, to_session_ns);
     space
         .planes
         .extend(planes.into_values().map(DevicePlane::build));
@@ -190,7 +196,7 @@ pub fn add_to_space(
     let mut lost = Vec::new();
     if trace.dropped_activity > 0 {
         lost.push(format!(
-            "{} GPU activity records (kernels, copies, memsets) over gpu_max_activity_api_events",
+            "{} GPU activity records (kernels, copies, memsets, memory allocations) over gpu_max_activity_api_events",
             trace.dropped_activity
         ));
     }
@@ -214,6 +220,67 @@ pub fn add_to_space(
     }
 }
 
+/// `CUpti_ActivityMemoryKind`s that live on the device: device, array, device static.
+/// Pageable and pinned host memory, and managed memory, are left out.
+fn on_device(memory_kind: u32) -> bool {
+    matches!(memory_kind, 3 | 4 | 6)
+}
+
+/// Per device, a running total of device memory in use: allocations add, releases
+/// subtract the size allocated at their address, in timestamp order. A release of a
+/// block whose allocation was not recorded (made before the session, or dropped) is
+/// left out, as are other operation types and host memory.
+fn add_memory_in_use(
+    trace: &DeviceTrace,
+    planes: &mut BTreeMap<u32, DevicePlane>,
+    to_session_ns: &dyn Fn(u64) -> Option<u64>,
+) {
+    use crate::layout::memory_operation::{ALLOCATION, RELEASE};
+    let mut ops: Vec<_> = trace
+        .activities
+        .iter()
+        .filter_map(|a| match a {
+            Activity::Memory {
+                operation,
+                memory_kind,
+                address,
+                bytes,
+                timestamp,
+                at,
+            } if on_device(*memory_kind) && (*operation == ALLOCATION || *operation == RELEASE) => {
+                Some((*timestamp, at.device_id, *operation, *address, *bytes))
+            }
+            _ => None,
+        })
+        .collect();
+    ops.sort_by_key(|op| op.0);
+    let mut live: HashMap<(u32, u64), u64> = HashMap::new();
+    let mut in_use: HashMap<u32, u64> = HashMap::new();
+    for (timestamp, device, operation, address, bytes) in ops {
+        let total = in_use.entry(device).or_default();
+        if operation == ALLOCATION {
+            *total = total.saturating_add(bytes);
+            if let Some(old) = live.insert((device, address), bytes) {
+                // Its release was not recorded: the block at this address is the new one.
+                *total = total.saturating_sub(old);
+            }
+        } else {
+            let Some(allocated) = live.remove(&(device, address)) else {
+                continue;
+            };
+            *total = total.saturating_sub(allocated);
+        }
+        let Some(at) = to_session_ns(timestamp) else {
+            continue;
+        };
+        let value = *total as f64;
+        planes
+            .entry(device)
+            .or_insert_with(|| DevicePlane::new(device))
+            .counter(DEVICE_BYTES_IN_USE, at, value);
+    }
+}
+
 enum Details {
     Kernel(String),
     Memcpy(String),
@@ -234,6 +301,8 @@ struct DevicePlane {
     plane: PlaneBuilder,
     /// Events per stream, with session-relative offsets.
     streams: BTreeMap<u32, (Vec<XEvent>, Vec<&'static str>)>,
+    /// Counter samples, with session-relative offsets.
+    counters: Vec<XEvent>,
 }
 
 impl DevicePlane {
@@ -244,7 +313,19 @@ impl DevicePlane {
                 format!("/device:GPU:{ordinal}"),
             ),
             streams: BTreeMap::new(),
+            counters: Vec::new(),
         }
+    }
+
+    fn counter(&mut self, name: &str, at: u64, value: f64) {
+        let p = &mut self.plane;
+        let stat = p.stat(schema::COUNTER_VALUE, XStatValue::Double(value));
+        self.counters.push(XEvent {
+            metadata_id: p.event_metadata_id(name),
+            data: Some(XEventData::OffsetPs(ps(at))),
+            duration_ps: 0,
+            stats: vec![stat],
+        });
     }
 
     fn caps(&mut self, d: &crate::activity::DeviceInfo) {
@@ -310,6 +391,11 @@ impl DevicePlane {
         for (stream, (events, kinds)) in self.streams {
             let name = format!("Stream #{stream}({})", kinds.join(","));
             merge_into_line(&mut plane, i64::from(stream), &name, events);
+        }
+        if !self.counters.is_empty() {
+            // Stream lines are numbered by stream id; this id is apart from them.
+            let id = i64::from(schema::COUNTERS_LINE_ID);
+            merge_into_line(&mut plane, id, schema::COUNTERS_LINE, self.counters);
         }
         plane
     }

@@ -58,6 +58,7 @@ pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
         max_api: cap("gpu_max_callback_api_events", DEFAULT_MAX_API),
         devices: Vec::new(),
         running: false,
+        memory_warning: None,
     }))
 }
 
@@ -92,6 +93,8 @@ pub struct CuptiTracer {
     max_api: u64,
     devices: Vec<DeviceInfo>,
     running: bool,
+    /// Why memory records are not traced, reported at collection.
+    memory_warning: Option<String>,
 }
 
 const RECORD_KINDS: [cupti::CUpti_ActivityKind; 6] = [
@@ -102,6 +105,10 @@ const RECORD_KINDS: [cupti::CUpti_ActivityKind; 6] = [
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME,
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 ];
+
+/// Enabled apart from [`RECORD_KINDS`]: failing to enable it does not fail the tracer.
+const MEMORY_KIND: cupti::CUpti_ActivityKind =
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMORY2;
 
 impl Tracer for CuptiTracer {
     fn start(&mut self) -> Result<(), String> {
@@ -142,6 +149,17 @@ impl Tracer for CuptiTracer {
                 return Err(fail(&format!("cuptiActivityEnable({kind:?}){hint}"), &e));
             }
         }
+        // Memory records feed only the `device_bytes_in_use` counter: without them the
+        // rest of the trace is still whole, so their failure is one warning.
+        // SAFETY: plain call into a loaded library.
+        self.memory_warning = unsafe { cupti::cuptiActivityEnable(MEMORY_KIND) }
+            .result()
+            .err()
+            .map(|e| {
+                format!(
+                    "prof: no device_bytes_in_use counter: cuptiActivityEnable({MEMORY_KIND:?}) failed ({e:?}); the rest of the GPU trace goes on"
+                )
+            });
         tracer::set_scope_hook(Some(&HOOK));
         self.running = true;
         Ok(())
@@ -167,6 +185,7 @@ impl Tracer for CuptiTracer {
             return;
         };
         got.trace.devices = std::mem::take(&mut self.devices);
+        space.warnings.extend(self.memory_warning.take());
         crate::convert::add_to_space(&got.trace, space, &|ns| session.to_session_ns(ns));
     }
 }
@@ -177,6 +196,8 @@ impl CuptiTracer {
             // SAFETY: plain call; disabling a kind that is not enabled is harmless.
             let _ = unsafe { cupti::cuptiActivityDisable(kind) };
         }
+        // SAFETY: as above.
+        let _ = unsafe { cupti::cuptiActivityDisable(MEMORY_KIND) };
     }
 }
 

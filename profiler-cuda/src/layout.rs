@@ -27,6 +27,16 @@ pub mod kind {
     pub const CONCURRENT_KERNEL: u32 = 10;
     /// `CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`.
     pub const EXTERNAL_CORRELATION: u32 = 39;
+    /// `CUPTI_ACTIVITY_KIND_MEMORY2` (device memory allocations and releases).
+    pub const MEMORY2: u32 = 49;
+}
+
+/// `CUpti_ActivityMemoryOperationType` values.
+pub mod memory_operation {
+    /// `CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION`.
+    pub const ALLOCATION: u32 = 1;
+    /// `CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE`.
+    pub const RELEASE: u32 = 2;
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityKernel4` … `Kernel13`.
@@ -73,6 +83,21 @@ pub(crate) mod memset {
     pub(crate) const PREFIX: usize = 48;
 }
 
+/// Offsets of the shared prefix of `CUpti_ActivityMemory3` and `Memory4` (`MEMORY2`
+/// records; `Memory2` of CUDA 11.4/11.5 has the same prefix too).
+pub(crate) mod memory {
+    pub(crate) const OPERATION: usize = 4;
+    pub(crate) const MEMORY_KIND: usize = 8;
+    pub(crate) const CORRELATION: usize = 12;
+    pub(crate) const ADDRESS: usize = 16;
+    pub(crate) const BYTES: usize = 24;
+    pub(crate) const TIMESTAMP: usize = 32;
+    pub(crate) const DEVICE: usize = 52;
+    pub(crate) const CONTEXT: usize = 56;
+    pub(crate) const STREAM: usize = 60;
+    pub(crate) const PREFIX: usize = 64;
+}
+
 /// Offsets of `CUpti_ActivityAPI` (driver and runtime records; unversioned).
 pub(crate) mod api {
     pub(crate) const CBID: usize = 4;
@@ -99,6 +124,7 @@ pub fn prefix_len(kind: u32) -> Option<usize> {
         kind::MEMSET => memset::PREFIX,
         kind::DRIVER | kind::RUNTIME => api::PREFIX,
         kind::EXTERNAL_CORRELATION => external::PREFIX,
+        kind::MEMORY2 => memory::PREFIX,
         _ => return None,
     })
 }
@@ -180,6 +206,19 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
             correlation_id: u32_(external::CORRELATION),
             external_id: u64_(external::EXTERNAL_ID),
         },
+        kind::MEMORY2 => Activity::Memory {
+            operation: u32_(memory::OPERATION),
+            memory_kind: u32_(memory::MEMORY_KIND),
+            address: u64_(memory::ADDRESS),
+            bytes: u64_(memory::BYTES),
+            timestamp: u64_(memory::TIMESTAMP),
+            at: Placement {
+                device_id: u32_(memory::DEVICE),
+                context_id: u32_(memory::CONTEXT),
+                stream_id: u32_(memory::STREAM),
+                correlation_id: u32_(memory::CORRELATION),
+            },
+        },
         _ => return None,
     })
 }
@@ -242,6 +281,32 @@ mod tests {
         type E = sys::CUpti_ActivityExternalCorrelation;
         assert_eq!(offset_of!(E, externalId), external::EXTERNAL_ID);
         assert_eq!(offset_of!(E, correlationId), external::CORRELATION);
+
+        type Mem = sys::CUpti_ActivityMemory3;
+        assert_eq!(offset_of!(Mem, memoryOperationType), memory::OPERATION);
+        assert_eq!(offset_of!(Mem, memoryKind), memory::MEMORY_KIND);
+        assert_eq!(offset_of!(Mem, correlationId), memory::CORRELATION);
+        assert_eq!(offset_of!(Mem, address), memory::ADDRESS);
+        assert_eq!(offset_of!(Mem, bytes), memory::BYTES);
+        assert_eq!(offset_of!(Mem, timestamp), memory::TIMESTAMP);
+        assert_eq!(offset_of!(Mem, deviceId), memory::DEVICE);
+        assert_eq!(offset_of!(Mem, contextId), memory::CONTEXT);
+        assert_eq!(offset_of!(Mem, streamId), memory::STREAM);
+        assert_eq!(offset_of!(Mem, name), memory::PREFIX);
+        assert_eq!(std::mem::size_of::<Mem>(), synthetic::MEMORY3_LEN);
+        assert_eq!(
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMORY2 as u32,
+            kind::MEMORY2
+        );
+        use sys::CUpti_ActivityMemoryOperationType as Op;
+        assert_eq!(
+            Op::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION as u32,
+            memory_operation::ALLOCATION
+        );
+        assert_eq!(
+            Op::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE as u32,
+            memory_operation::RELEASE
+        );
 
         assert_eq!(
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u32,
@@ -356,6 +421,29 @@ mod tests {
                 external_id: 7 << 32 | 3
             })
         );
+    }
+
+    #[test]
+    fn memory_records_of_both_versions_read_the_same() {
+        let names = Names(vec![]);
+        let want = Some(Activity::Memory {
+            operation: memory_operation::RELEASE,
+            memory_kind: 3,
+            address: 0x7f00_0000_1000,
+            bytes: 1 << 20,
+            timestamp: 5_000,
+            at: Placement {
+                device_id: 2,
+                context_id: 1,
+                stream_id: 13,
+                correlation_id: 7,
+            },
+        });
+        for len in [synthetic::MEMORY3_LEN, synthetic::MEMORY4_LEN] {
+            let r = synthetic::memory_record(2, 3, 0x7f00_0000_1000, 1 << 20, 5_000, 2, len);
+            assert_eq!(read(&r, &names), want, "{len}");
+            assert_eq!(read(&r[..memory::PREFIX - 1], &names), None);
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Synthetic CUPTI records, laid out byte for byte as CUPTI writes them, for testing
 //! the conversion (and XProf's reading of it) where there is no GPU.
 
-use crate::layout::{api, external, kernel, kind, memcpy, memset};
+use crate::layout::{api, external, kernel, kind, memcpy, memory, memset};
 
 /// Record sizes of the kernel struct versions CUPTI 12 and 13 deliver
 /// (`CUpti_ActivityKernel9` and `Kernel13`): the reader must take both alike.
@@ -108,6 +108,38 @@ pub fn memset_record(bytes: u64, start: u64, end: u64, stream: u32, correlation:
     put(&mut b, memset::CONTEXT, &1u32.to_le_bytes());
     put(&mut b, memset::STREAM, &stream.to_le_bytes());
     put(&mut b, memset::CORRELATION, &correlation.to_le_bytes());
+    b
+}
+
+/// Record sizes of `CUpti_ActivityMemory3` and `Memory4` (`MEMORY2` records).
+pub const MEMORY3_LEN: usize = 120;
+/// See [`MEMORY3_LEN`].
+pub const MEMORY4_LEN: usize = 128;
+
+/// A `MEMORY2` record `len` bytes long: `operation` is a
+/// `CUpti_ActivityMemoryOperationType`, `memory_kind` a `CUpti_ActivityMemoryKind`
+/// (3 = device). Bytes after the shared prefix are filled with 0xAB.
+pub fn memory_record(
+    operation: u32,
+    memory_kind: u32,
+    address: u64,
+    bytes: u64,
+    timestamp: u64,
+    device: u32,
+    len: usize,
+) -> Vec<u8> {
+    let mut b = vec![0xABu8; len.max(memory::PREFIX)];
+    b[..memory::PREFIX].fill(0);
+    put(&mut b, 0, &kind::MEMORY2.to_le_bytes());
+    put(&mut b, memory::OPERATION, &operation.to_le_bytes());
+    put(&mut b, memory::MEMORY_KIND, &memory_kind.to_le_bytes());
+    put(&mut b, memory::CORRELATION, &7u32.to_le_bytes());
+    put(&mut b, memory::ADDRESS, &address.to_le_bytes());
+    put(&mut b, memory::BYTES, &bytes.to_le_bytes());
+    put(&mut b, memory::TIMESTAMP, &timestamp.to_le_bytes());
+    put(&mut b, memory::DEVICE, &device.to_le_bytes());
+    put(&mut b, memory::CONTEXT, &1u32.to_le_bytes());
+    put(&mut b, memory::STREAM, &13u32.to_le_bytes());
     b
 }
 

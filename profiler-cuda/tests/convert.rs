@@ -5,7 +5,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XPlane, XSpace, XStatValue};
 use profiler_core::{session, trace, ProfileOptions};
 use profiler_cuda::activity::{Activity, DeviceTrace};
-use profiler_cuda::convert::{add_to_space, ANNOTATION, HOST_STEP_NUM};
+use profiler_cuda::convert::{add_to_space, ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM};
 use profiler_cuda::layout::kind;
 use profiler_cuda::synthetic::{self, Names};
 
@@ -193,4 +193,72 @@ fn dropped_records_become_one_warning() {
         "{w}"
     );
     assert!(w.contains("3 records CUPTI dropped"), "{w}");
+}
+
+#[test]
+fn device_memory_in_use_is_a_counter_track_per_gpu() {
+    use profiler_cuda::layout::memory_operation::{ALLOCATION, RELEASE};
+    const DEVICE: u32 = 3;
+    const PINNED: u32 = 2;
+    let names = Names(vec![]);
+    // (operation, memory kind, address, bytes, timestamp ns, device), out of order.
+    let records = [
+        (RELEASE, DEVICE, 0xa000, 100, 400, 0),
+        (ALLOCATION, DEVICE, 0xb000, 50, 300, 0),
+        (ALLOCATION, DEVICE, 0xa000, 100, 100, 0),
+        (ALLOCATION, DEVICE, 0xa000, 7, 150, 1),
+        (ALLOCATION, DEVICE, 0xc000, 1000, 200, 0),
+        (99, DEVICE, 0xd000, 5, 250, 0), // unknown operation type
+        (ALLOCATION, PINNED, 0xe000, 4096, 260, 0), // host memory
+        (RELEASE, DEVICE, 0xf000, 64, 270, 0), // allocated before the trace
+        (RELEASE, DEVICE, 0xc000, 1000, 500, 0),
+    ];
+    let mut trace = DeviceTrace::default();
+    for (i, (op, memory_kind, address, bytes, at, device)) in records.into_iter().enumerate() {
+        let len = if i % 2 == 0 {
+            synthetic::MEMORY3_LEN
+        } else {
+            synthetic::MEMORY4_LEN
+        };
+        let r = synthetic::memory_record(op, memory_kind, address, bytes, at, device, len);
+        trace
+            .activities
+            .push(profiler_cuda::layout::read(&r, &names).expect("record"));
+    }
+    let mut space = XSpace::default();
+    add_to_space(&trace, &mut space, &Some);
+
+    let samples = |plane: &str| {
+        let gpu = space.plane(plane).expect(plane);
+        let line = gpu
+            .lines
+            .iter()
+            .find(|l| l.name == schema::COUNTERS_LINE)
+            .expect("counters line");
+        assert_eq!(line.id, i64::from(schema::COUNTERS_LINE_ID));
+        assert_eq!(gpu.lines.len(), 1, "only the counters line");
+        line.events
+            .iter()
+            .map(|e| {
+                assert_eq!(gpu.event_name(e.metadata_id), Some(DEVICE_BYTES_IN_USE));
+                let Some(&XStatValue::Double(v)) = gpu.find_stat(&e.stats, schema::COUNTER_VALUE)
+                else {
+                    panic!("no value stat");
+                };
+                ((line.timestamp_ns * 1000 + e.offset_ps()) / 1000, v)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        samples("/device:GPU:0"),
+        [
+            (100, 100.0),
+            (200, 1100.0),
+            (300, 1150.0),
+            (400, 1050.0),
+            (500, 50.0)
+        ]
+    );
+    assert_eq!(samples("/device:GPU:1"), [(150, 7.0)]);
+    assert!(space.warnings.is_empty(), "{:?}", space.warnings);
 }
