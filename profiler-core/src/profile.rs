@@ -73,17 +73,29 @@ impl Profile {
 
     /// The values recorded for counter `name`, in time order.
     pub fn counter_samples(&self, name: &str) -> Vec<f64> {
+        self.counter_series(name)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// The samples of counter `name` as (ns on the host lines' time axis, value), in
+    /// time order.
+    pub fn counter_series(&self, name: &str) -> Vec<(u64, f64)> {
         let Some(plane) = self.space.plane(schema::HOST_PLANE) else {
             return Vec::new();
         };
         let Some(line) = plane.lines.iter().find(|l| l.name == schema::COUNTERS_LINE) else {
             return Vec::new();
         };
+        let origin_ns = line.timestamp_ns.max(0) as u64;
         line.events
             .iter()
             .filter(|e| plane.event_name(e.metadata_id) == Some(name))
             .filter_map(|e| match plane.find_stat(&e.stats, schema::COUNTER_VALUE) {
-                Some(XStatValue::Double(v)) => Some(*v),
+                Some(XStatValue::Double(v)) => {
+                    Some((origin_ns + (e.offset_ps().max(0) / 1000) as u64, *v))
+                }
                 _ => None,
             })
             .collect()

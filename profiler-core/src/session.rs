@@ -72,6 +72,17 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The running session, or a `FailedPrecondition` error ending in `what_to_do`.
+fn running<'a>(state: &'a mut State, what_to_do: &str) -> Result<&'a mut Running> {
+    match state {
+        State::Running(running) => Ok(running),
+        _ => Err(Error::new(
+            ErrorKind::FailedPrecondition,
+            format!("no profiling session is running: {what_to_do}"),
+        )),
+    }
+}
+
 /// Whether a session is running (recording, or waiting for its `delay_ms`).
 pub fn is_running() -> bool {
     matches!(*state(), State::Running(_))
@@ -160,12 +171,7 @@ pub fn stop() -> Result<Profile> {
 /// [`ErrorKind::FailedPrecondition`] when no session runs.
 pub fn pause() -> Result<()> {
     let mut state = state();
-    let State::Running(running) = &mut *state else {
-        return Err(Error::new(
-            ErrorKind::FailedPrecondition,
-            "no profiling session is running: call start before pause",
-        ));
-    };
+    let running = running(&mut state, "call start before pause")?;
     if running.paused_at.is_none() {
         HOST_LEVEL.store(0, Ordering::Release);
         running.paused_at = Some(crate::clock::now());
@@ -180,12 +186,7 @@ pub fn pause() -> Result<()> {
 /// [`ErrorKind::FailedPrecondition`] when no session runs.
 pub fn resume() -> Result<()> {
     let mut state = state();
-    let State::Running(running) = &mut *state else {
-        return Err(Error::new(
-            ErrorKind::FailedPrecondition,
-            "no profiling session is running: call start before resume",
-        ));
-    };
+    let running = running(&mut state, "call start before resume")?;
     if let Some(paused_at) = running.paused_at.take() {
         running.pauses.push((paused_at, crate::clock::now()));
         // Still waiting for `delay_ms`: the timer opens the gate.
@@ -204,12 +205,7 @@ pub fn resume() -> Result<()> {
 /// [`ErrorKind::FailedPrecondition`] when no session runs.
 pub fn discard_recorded() -> Result<()> {
     let mut state = state();
-    let State::Running(running) = &mut *state else {
-        return Err(Error::new(
-            ErrorKind::FailedPrecondition,
-            "no profiling session is running: nothing to discard",
-        ));
-    };
+    let running = running(&mut state, "nothing to discard")?;
     let records = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     buffer::begin_session(records, running.options.max_events, running.ring);
     running.records = records;

@@ -230,8 +230,18 @@ fn hook() -> Option<&'static ScopeHook> {
 /// Tells the hook, if any, that the annotation recorded as `event` opened. Returns
 /// whether it was told, so that the annotation reports its close exactly when it
 /// reported its open.
+///
+/// Only the null check is inlined into every recorded annotation; telling the hook
+/// is out of line, so the annotation's inlined code stays small enough that what
+/// follows it (`set_metadata`) is inlined too.
 #[inline(always)]
 pub(crate) fn scope_enter(event: &EventRef) -> bool {
+    !HOOK.load(Ordering::Relaxed).is_null() && tell_enter(event)
+}
+
+#[cold]
+#[inline(never)]
+fn tell_enter(event: &EventRef) -> bool {
     match hook() {
         Some(h) => {
             (h.enter)(buffer::scope_id(event));

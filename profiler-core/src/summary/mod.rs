@@ -185,7 +185,7 @@ impl Summary {
     /// Summarises `profile`.
     pub fn of(profile: &Profile, options: &SummaryOptions) -> Summary {
         let events = flatten(profile);
-        let steps = step_spans(&events, profile);
+        let steps = step_spans(&events);
         let step_total: u64 = steps.iter().map(|s| s.end - s.start).sum();
         let (share_of, run_denominator) = if steps.is_empty() {
             let run = profile
@@ -418,7 +418,7 @@ fn flatten_line<'a>(
     }
 }
 
-fn step_spans(events: &[Flat<'_>], _profile: &Profile) -> Vec<StepSpan> {
+fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
     let mut steps: Vec<StepSpan> = events
         .iter()
         .filter_map(|e| {
@@ -434,7 +434,7 @@ fn step_spans(events: &[Flat<'_>], _profile: &Profile) -> Vec<StepSpan> {
 }
 
 fn step_rows(steps: &[StepSpan], profile: &Profile) -> Vec<StepRow> {
-    let memory = host_memory_samples(profile);
+    let memory = profile.counter_series(schema::HOST_BYTES_IN_USE);
     let mut rows: Vec<StepRow> = Vec::new();
     for s in steps {
         let peak = memory
@@ -459,25 +459,4 @@ fn step_rows(steps: &[StepSpan], profile: &Profile) -> Vec<StepRow> {
     }
     rows.sort_by_key(|r| r.step);
     rows
-}
-
-/// `host_bytes_in_use` samples as (ns on the host lines' axis, bytes).
-fn host_memory_samples(profile: &Profile) -> Vec<(u64, f64)> {
-    let Some(plane) = profile.xspace().plane(schema::HOST_PLANE) else {
-        return Vec::new();
-    };
-    let Some(line) = plane.lines.iter().find(|l| l.name == schema::COUNTERS_LINE) else {
-        return Vec::new();
-    };
-    line.events
-        .iter()
-        .filter(|e| plane.event_name(e.metadata_id) == Some(schema::HOST_BYTES_IN_USE))
-        .filter_map(|e| match plane.find_stat(&e.stats, schema::COUNTER_VALUE) {
-            Some(XStatValue::Double(v)) => {
-                let at = line.timestamp_ns.max(0) as u64 + (e.offset_ps().max(0) / 1000) as u64;
-                Some((at, *v))
-            }
-            _ => None,
-        })
-        .collect()
 }
