@@ -75,6 +75,11 @@ pub use profiler_remote::server;
 #[cfg(feature = "cuda")]
 pub use profiler_cuda as cuda;
 
+/// candle integration (feature `candle`): [`candle::Traced`] puts a named annotation
+/// around any candle `Module`'s forward (`linear.traced("q_proj")`).
+#[cfg(feature = "candle")]
+pub use profiler_cuda::candle;
+
 /// What `#[prof::instrument]` expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {

@@ -11,8 +11,13 @@
 //! CUDA library is touched, everything is tested on synthetic records), and `cupti`
 //! holds the live plumbing, which checks for libcuda and libcupti before using any of
 //! their symbols and turns their absence into one profile warning.
+//!
+//! Under the `candle` feature, [`candle::Traced`] names the layers of candle models
+//! (which emit no spans of their own), on the host and on the kernels they launch.
 
 pub mod activity;
+#[cfg(feature = "candle")]
+pub mod candle;
 pub mod convert;
 mod cupti;
 pub mod layout;
