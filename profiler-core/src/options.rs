@@ -138,6 +138,7 @@ impl ProfileOptions {
             };
             let ok = match (spec.kind, value) {
                 (ConfigKind::Int, ConfigValue::Int(v)) => *v >= 0,
+                (ConfigKind::Limit, ConfigValue::Int(v)) => *v >= -1,
                 (ConfigKind::Bool, ConfigValue::Bool(_)) => true,
                 (ConfigKind::Str, ConfigValue::Str(_)) => true,
                 _ => false,
@@ -290,6 +291,8 @@ impl From<u32> for ConfigValue {
 pub enum ConfigKind {
     /// A non-negative integer.
     Int,
+    /// A cap: a non-negative integer, or -1 for no limit (as TSL's GPU options take).
+    Limit,
     /// A boolean.
     Bool,
     /// A string.
@@ -300,6 +303,7 @@ impl fmt::Display for ConfigKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ConfigKind::Int => "a non-negative integer",
+            ConfigKind::Limit => "a non-negative integer, or -1 for no limit",
             ConfigKind::Bool => "a bool",
             ConfigKind::Str => "a string",
         })
@@ -323,23 +327,23 @@ pub struct ConfigKey {
 pub const CONFIG_KEYS: &[ConfigKey] = &[
     ConfigKey {
         name: "gpu_max_activity_api_events",
-        kind: ConfigKind::Int,
-        doc: "cap on CUPTI activity records (kernels, copies, memsets) kept per session",
+        kind: ConfigKind::Limit,
+        doc: "cap on CUPTI activity records (kernels, copies, memsets) kept per session; default 2097152",
     },
     ConfigKey {
         name: "gpu_max_callback_api_events",
-        kind: ConfigKind::Int,
-        doc: "cap on CUDA driver/runtime API calls kept per session",
+        kind: ConfigKind::Limit,
+        doc: "cap on CUDA driver/runtime API calls kept per session; default 2097152",
     },
     ConfigKey {
-        name: "gpu_max_annotation_api_events",
-        kind: ConfigKind::Int,
-        doc: "cap on host annotations attached to GPU activity per session",
+        name: "gpu_max_annotation_strings",
+        kind: ConfigKind::Limit,
+        doc: "cap on distinct host annotation names attached to GPU activity per session; default 1048576",
     },
     ConfigKey {
         name: "gpu_enable_nvtx_tracking",
         kind: ConfigKind::Bool,
-        doc: "also record NVTX ranges pushed by libraries",
+        doc: "NVTX ranges: accepted for JAX's option set, not recorded yet (the profile says so)",
     },
 ];
 
@@ -376,11 +380,17 @@ mod tests {
             msg.contains("gpu_enable_nvtx_tracking") && msg.contains("a bool"),
             "{msg}"
         );
-        let err = ProfileOptions::default()
+        // -1 is TSL's "no limit"; below that is an error naming the accepted values.
+        ProfileOptions::default()
             .advanced("gpu_max_activity_api_events", -1)
+            .validate()
+            .expect("-1: no limit");
+        let err = ProfileOptions::default()
+            .advanced("gpu_max_annotation_strings", -2)
             .validate()
             .expect_err("negative cap");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.to_string().contains("-1 for no limit"), "{err}");
     }
 
     #[test]

@@ -165,4 +165,8 @@ pub struct DeviceTrace {
     pub dropped_api: u64,
     /// Records CUPTI itself dropped (its buffers were full).
     pub dropped_by_cupti: u64,
+    /// `gpu_max_annotation_strings`: how many distinct annotation names device work
+    /// may carry (`None`: no limit). Launches under further names keep their
+    /// correlation but lose their `annotation` and `host_step_num` stats.
+    pub max_annotation_strings: Option<u64>,
 }

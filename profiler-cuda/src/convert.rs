@@ -14,7 +14,7 @@
 //! - per device, the bytes of device memory in use, from CUPTI's memory records, as
 //!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
@@ -67,6 +67,11 @@ pub fn add_to_space(
 
     // The host side: API calls, and what each launch was annotated with.
     let mut launched_in: HashMap<u32, (String, Option<i64>)> = HashMap::new();
+    let mut annotation_names: HashSet<String> = HashSet::new();
+    let annotation_limit = trace
+        .max_annotation_strings
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut unannotated = 0u64;
     let mut api_events: BTreeMap<(i64, String), Vec<XEvent>> = BTreeMap::new();
     let mut host_plane = host.map(|h| std::mem::take(&mut space.planes[h]));
     let mut host_names = host_plane.as_ref().map(Interner::new);
@@ -86,7 +91,12 @@ pub fn add_to_space(
         };
         let scope = external.get(correlation_id);
         if let Some(found) = scope.and_then(|s| scopes.enclosing(s.line, ps(start))) {
-            launched_in.insert(*correlation_id, found);
+            if annotation_names.contains(&found.0) || annotation_names.len() < annotation_limit {
+                annotation_names.insert(found.0.clone());
+                launched_in.insert(*correlation_id, found);
+            } else {
+                unannotated += 1;
+            }
         }
         let (Some(plane), Some(names)) = (host_plane.as_mut(), host_names.as_mut()) else {
             continue;
@@ -210,6 +220,11 @@ pub fn add_to_space(
         lost.push(format!(
             "{} records CUPTI dropped because its buffers were full",
             trace.dropped_by_cupti
+        ));
+    }
+    if unannotated > 0 {
+        lost.push(format!(
+            "{unannotated} launches without their annotation, over gpu_max_annotation_strings ({annotation_limit} distinct names)"
         ));
     }
     if !lost.is_empty() {

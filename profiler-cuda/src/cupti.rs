@@ -26,6 +26,7 @@ const BUFFER_BYTES: usize = 4 << 20;
 /// Default caps, as JAX's defaults for the same keys.
 const DEFAULT_MAX_ACTIVITY: u64 = 2 << 20;
 const DEFAULT_MAX_API: u64 = 2 << 20;
+const DEFAULT_MAX_ANNOTATIONS: u64 = 1 << 20;
 
 /// Records kept, filled on CUPTI's buffer-completion thread. The lock is held only to
 /// append parsed records; application threads never take it.
@@ -48,14 +49,17 @@ pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
     if options.device_tracer_level == 0 {
         return None;
     }
+    // Validated at start: a cap is >= 0, or -1 for no limit.
     let cap = |key, default| {
         options
             .advanced_int(key)
-            .map_or(default, |v| u64::try_from(v).unwrap_or(0))
+            .map_or(default, |v| u64::try_from(v).unwrap_or(u64::MAX))
     };
     Some(Box::new(CuptiTracer {
         max_activity: cap("gpu_max_activity_api_events", DEFAULT_MAX_ACTIVITY),
         max_api: cap("gpu_max_callback_api_events", DEFAULT_MAX_API),
+        max_annotation_strings: cap("gpu_max_annotation_strings", DEFAULT_MAX_ANNOTATIONS),
+        nvtx_asked: options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true),
         devices: Vec::new(),
         running: false,
         memory_warning: None,
@@ -91,6 +95,10 @@ pub fn missing_libraries() -> Option<String> {
 pub struct CuptiTracer {
     max_activity: u64,
     max_api: u64,
+    max_annotation_strings: u64,
+    /// `gpu_enable_nvtx_tracking` was set: NVTX is not traced yet, and the profile
+    /// says so rather than looking complete.
+    nvtx_asked: bool,
     devices: Vec<DeviceInfo>,
     running: bool,
     /// Why memory records are not traced, reported at collection.
@@ -185,7 +193,15 @@ impl Tracer for CuptiTracer {
             return;
         };
         got.trace.devices = std::mem::take(&mut self.devices);
+        got.trace.max_annotation_strings = Some(self.max_annotation_strings);
         space.warnings.extend(self.memory_warning.take());
+        if self.nvtx_asked {
+            space.warnings.push(
+                "prof: gpu_enable_nvtx_tracking: NVTX ranges are not recorded yet; \
+                 kernels carry prof's annotations only"
+                    .into(),
+            );
+        }
         crate::convert::add_to_space(&got.trace, space, &|ns| session.to_session_ns(ns));
     }
 }

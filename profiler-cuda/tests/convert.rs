@@ -26,8 +26,12 @@ fn events<'a>(plane: &'a XPlane, name: &str) -> Vec<(i64, &'a XEvent)> {
         .collect()
 }
 
+/// Sessions are process-wide: one test records at a time.
+static SESSION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A host plane with `Train` steps holding `attn`, and the (line, attn windows in ns).
 fn host_space() -> (XSpace, u32, Vec<(u64, u64)>) {
+    let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
     session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
     for step in 0..3 {
         let _t = trace!("Train", step_num = step);
@@ -193,6 +197,72 @@ fn dropped_records_become_one_warning() {
         "{w}"
     );
     assert!(w.contains("3 records CUPTI dropped"), "{w}");
+}
+
+#[test]
+fn annotations_past_gpu_max_annotation_strings_are_left_off_and_counted() {
+    // Steps of `embed`, `attn`, `mlp`, `attn`: three names, launches inside each.
+    let one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
+    for step in 0..2 {
+        let _t = trace!("Train", step_num = step);
+        for name in ["embed", "attn", "mlp", "attn"] {
+            let _a = profiler_core::Trace::new(name);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    let space = session::stop().expect("stop").into_xspace();
+    drop(one);
+    let host = space.plane(schema::HOST_PLANE).expect("host");
+    let line = host
+        .lines
+        .iter()
+        .find(|l| !l.events.is_empty())
+        .expect("a line");
+    let mut windows: Vec<(u64, u64)> = ["embed", "attn", "mlp"]
+        .iter()
+        .flat_map(|name| events(host, name))
+        .map(|(at, e)| ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64))
+        .collect();
+    windows.sort();
+    assert_eq!(windows.len(), 8);
+
+    let annotated = |limit: Option<u64>| {
+        let mut space = space.clone();
+        let mut trace = synthetic::launches(line.id as u32, &windows, &["k"]);
+        trace.max_annotation_strings = limit;
+        add_to_space(&trace, &mut space, &Some);
+        let gpu = space.plane("/device:GPU:0").expect("gpu plane").clone();
+        let mut names: Vec<String> = events(&gpu, "k")
+            .into_iter()
+            .map(|(_, e)| match stat(&gpu, e, ANNOTATION) {
+                Some(XStatValue::Str(s)) => s.clone(),
+                None => "-".into(),
+                Some(other) => panic!("{other:?}"),
+            })
+            .collect();
+        names.sort();
+        (names, space.warnings)
+    };
+    let (all, warnings) = annotated(None);
+    assert_eq!(
+        all,
+        ["attn", "attn", "attn", "attn", "embed", "embed", "mlp", "mlp"]
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Two names fit: the first two seen (embed, attn) keep theirs; mlp's 2 do not.
+    let (capped, warnings) = annotated(Some(2));
+    assert_eq!(
+        capped,
+        ["-", "-", "attn", "attn", "attn", "attn", "embed", "embed"]
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("2 launches without their annotation")
+            && warnings[0].contains("gpu_max_annotation_strings (2 distinct names)"),
+        "{}",
+        warnings[0]
+    );
 }
 
 #[test]
