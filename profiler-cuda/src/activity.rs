@@ -21,16 +21,20 @@ pub struct KernelDetails {
 
 impl KernelDetails {
     /// The `kernel_details` stat in the format XProf's kernel_stats parses
-    /// (space-separated `key:value` tokens; dimensions comma-separated). Occupancy
-    /// (`occ_pct`) is left out: CUPTI's records do not carry it, and XProf reads a
-    /// missing token as 0.
-    pub fn to_stat(&self) -> String {
+    /// (space-separated `key:value` tokens; dimensions comma-separated), with the
+    /// theoretical occupancy as `occ_pct` when it is known (CUPTI's records do not
+    /// carry it: see [`crate::occupancy`]; XProf reads a missing token as 0).
+    pub fn to_stat(&self, occupancy_pct: Option<f64>) -> String {
         let [gx, gy, gz] = self.grid;
         let [bx, by, bz] = self.block;
-        format!(
+        let mut stat = format!(
             "regs:{} static_shared:{} dynamic_shared:{} grid:{gx},{gy},{gz} block:{bx},{by},{bz}",
             self.registers_per_thread, self.static_shared_memory, self.dynamic_shared_memory
-        )
+        );
+        if let Some(pct) = occupancy_pct {
+            stat.push_str(&format!(" occ_pct:{pct:.1}"));
+        }
+        stat
     }
 }
 
@@ -149,6 +153,9 @@ pub struct DeviceInfo {
     pub compute_cap_major: i64,
     /// Compute capability, minor.
     pub compute_cap_minor: i64,
+    /// Per-SM limits, for the kernels' theoretical occupancy (`None`: unknown, and
+    /// kernels carry no `occ_pct`).
+    pub sm: Option<crate::occupancy::SmLimits>,
 }
 
 /// Everything a session's device tracer collected.

@@ -4,7 +4,8 @@
 //! - one plane `/device:GPU:<n>` per device, with TSL's device capability stats, and
 //!   one line per stream (`Stream #<id>(<kinds>)`, id = the stream id);
 //! - kernels, copies and memsets there, with `correlation_id`, `device_id`,
-//!   `context_id`, `stream` and `kernel_details` / `memcpy_details` / `memset_details`;
+//!   `context_id`, `stream` and `kernel_details` / `memcpy_details` / `memset_details`
+//!   (kernels with their theoretical occupancy, where the device's SM limits are known);
 //! - each API call on the host line of the thread that made it, with the same
 //!   `correlation_id`, so XProf draws launch → kernel arrows;
 //! - the host annotation that enclosed a launch (found through the external
@@ -24,6 +25,7 @@ use profiler_core::xspace::{
 };
 
 use crate::activity::{Activity, DeviceTrace, Placement};
+use crate::occupancy::{theoretical_occupancy, SmLimits};
 
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
 pub const GPU_PLANE_BASE_ID: i64 = 1;
@@ -135,6 +137,11 @@ pub fn add_to_space(
             .or_insert_with(|| DevicePlane::new(device.ordinal))
             .caps(device);
     }
+    let limits: HashMap<u32, SmLimits> = trace
+        .devices
+        .iter()
+        .filter_map(|d| Some((d.ordinal, d.sm?)))
+        .collect();
     for activity in &trace.activities {
         let (name, start, end, at, details) = match activity {
             Activity::Kernel {
@@ -148,7 +155,13 @@ pub fn add_to_space(
                 *start,
                 *end,
                 at,
-                Details::Kernel(details.to_stat()),
+                Details::Kernel(
+                    details.to_stat(
+                        limits
+                            .get(&at.device_id)
+                            .and_then(|sm| theoretical_occupancy(details, sm)),
+                    ),
+                ),
             ),
             Activity::Memcpy {
                 copy_kind,

@@ -20,6 +20,7 @@ use profiler_core::ProfileOptions;
 
 use crate::activity::{Activity, DeviceInfo, DeviceTrace};
 use crate::layout::{self, kind};
+use crate::occupancy::SmLimits;
 
 /// Size of each activity buffer handed to CUPTI (TSL uses the same order).
 const BUFFER_BYTES: usize = 4 << 20;
@@ -256,6 +257,17 @@ fn devices() -> Result<Vec<DeviceInfo>, driver::CUresult> {
                 memory_bandwidth: bandwidth,
                 compute_cap_major: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) as i64,
                 compute_cap_minor: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) as i64,
+                sm: Some(SmLimits {
+                    warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE) as u32,
+                    max_threads: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) as u32,
+                    max_blocks: attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR) as u32,
+                    registers: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) as u32,
+                    shared_memory: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+                        as u32,
+                    reserved_shared_per_block: attr(
+                        A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+                    ) as u32,
+                }),
             });
         }
         Ok(out)

@@ -363,8 +363,12 @@ mod tests {
             (1, 1, 7, 42)
         );
         assert_eq!(
-            details.to_stat(),
+            details.to_stat(None),
             "regs:96 static_shared:2048 dynamic_shared:16384 grid:128,2,1 block:256,1,1"
+        );
+        assert_eq!(
+            details.to_stat(Some(37.5)),
+            "regs:96 static_shared:2048 dynamic_shared:16384 grid:128,2,1 block:256,1,1 occ_pct:37.5"
         );
     }
 

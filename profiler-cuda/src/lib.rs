@@ -21,6 +21,7 @@ pub mod candle;
 pub mod convert;
 mod cupti;
 pub mod layout;
+pub mod occupancy;
 pub mod synthetic;
 
 pub use cupti::{factory, missing_libraries, CuptiTracer};

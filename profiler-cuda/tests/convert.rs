@@ -88,7 +88,10 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
     assert_eq!(
         stat(gpu, k, "kernel_details"),
         Some(&XStatValue::Str(
-            "regs:64 static_shared:1024 dynamic_shared:8192 grid:80,4,1 block:128,2,1".into()
+            // On the synthetic device (an H100's SM), 64 registers × 8 warps hold
+            // 4 blocks: 32 of 64 warp slots.
+            "regs:64 static_shared:1024 dynamic_shared:8192 grid:80,4,1 block:128,2,1 occ_pct:50.0"
+                .into()
         ))
     );
     assert_eq!(stat(gpu, k, "correlation_id"), Some(&XStatValue::Uint64(1)));

@@ -2,11 +2,12 @@
 """Check that xprof's kernel_stats tool reads the GPU plane of an `.xplane.pb`.
 
 Usage: python tests/interop/xprof_kernel_stats.py --xplane PATH \
-           --expect-kernel NAME:REGS:BLOCK:GRID ...  (e.g. gemm:64:128,2,1:80,4,1)
+           --expect-kernel NAME:REGS:BLOCK:GRID[:OCC] ...  (e.g. gemm:64:128,2,1:80,4,1:50)
 
 The file is copied into a temporary logdir first (xprof writes caches beside what it
 reads). Exit 0 when every expected kernel has a row with those registers per thread,
-block and grid dimensions; 1 when one does not; 2 on bad input.
+block and grid dimensions (and occupancy percent, when given); 1 when one does not; 2 on
+bad input.
 """
 
 from __future__ import annotations
@@ -46,19 +47,25 @@ def main() -> int:
     print(f"kernel_stats: {len(rows)} kernel rows")
     failed = False
     for spec in args.expect_kernel:
-        name, regs, block, grid = spec.split(":")
+        parts = spec.split(":")
+        if len(parts) not in (4, 5):
+            print(f"xprof_kernel_stats: bad --expect-kernel {spec!r}", file=sys.stderr)
+            return 2
+        name, regs, block, grid = parts[:4]
+        occupancy = float(parts[4]) if len(parts) == 5 else None
         match = [r for r in rows if r["kernel_name"] == name]
         ok = any(
             int(r["registers_per_thread"]) == int(regs)
             and r["block_dim"] == block
             and r["grid_dim"] == grid
+            and (occupancy is None or abs(float(r["occupancy_pct"]) - occupancy) < 0.05)
             for r in match
         )
         print(f"  kernel {name}: {'OK' if ok else 'MISSING'} {match[:1]}")
         failed |= not ok
     if failed:
         print("xprof_kernel_stats: FAIL: kernel_details must read "
-              "'regs:R static_shared:S dynamic_shared:D grid:x,y,z block:x,y,z' "
+              "'regs:R static_shared:S dynamic_shared:D grid:x,y,z block:x,y,z occ_pct:P' "
               "on events of a /device:GPU:<n> plane", file=sys.stderr)
         return 1
     print(f"xprof_kernel_stats: OK: {args.xplane}")
