@@ -28,6 +28,19 @@ pub struct SmLimits {
     pub reserved_shared_per_block: u32,
 }
 
+impl SmLimits {
+    /// An H100 SXM's SM (compute capability 9.0): the synthetic device's, and a
+    /// reference for tests.
+    pub const H100: SmLimits = SmLimits {
+        warp_size: 32,
+        max_threads: 2048,
+        max_blocks: 32,
+        registers: 65536,
+        shared_memory: 233_472,
+        reserved_shared_per_block: 1024,
+    };
+}
+
 /// Registers are given to a warp in units of this many.
 const REGISTER_UNIT: u32 = 256;
 /// An SM's registers are split evenly among this many sub-partitions (schedulers),
@@ -74,15 +87,7 @@ pub fn theoretical_occupancy(k: &KernelDetails, sm: &SmLimits) -> Option<f64> {
 mod tests {
     use super::*;
 
-    /// H100 SXM (compute 9.0).
-    const H100: SmLimits = SmLimits {
-        warp_size: 32,
-        max_threads: 2048,
-        max_blocks: 32,
-        registers: 65536,
-        shared_memory: 233_472,
-        reserved_shared_per_block: 1024,
-    };
+    const H100: SmLimits = SmLimits::H100;
 
     fn kernel(block: [u32; 3], regs: u16, shared: u32) -> KernelDetails {
         KernelDetails {

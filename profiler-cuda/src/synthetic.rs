@@ -272,15 +272,7 @@ pub fn launches(
             memory_bandwidth: 3_350_000_000_000,
             compute_cap_major: 9,
             compute_cap_minor: 0,
-            // An H100's SM.
-            sm: Some(crate::occupancy::SmLimits {
-                warp_size: 32,
-                max_threads: 2048,
-                max_blocks: 32,
-                registers: 65536,
-                shared_memory: 233_472,
-                reserved_shared_per_block: 1024,
-            }),
+            sm: Some(crate::occupancy::SmLimits::H100),
         }],
         activities,
         ..DeviceTrace::default()
