@@ -345,3 +345,31 @@ pub fn host_name() -> String {
     }
     "localhost".to_owned()
 }
+
+/// What the lane tests of `domains` and `tasks` share.
+#[cfg(test)]
+mod lane_tests {
+    use crate::xspace::{XEvent, XEventData};
+
+    /// An event from `start` to `end` ps.
+    pub(super) fn event(start: i64, end: i64) -> XEvent {
+        XEvent {
+            metadata_id: 1,
+            data: Some(XEventData::OffsetPs(start)),
+            duration_ps: end - start,
+            stats: Vec::new(),
+        }
+    }
+
+    /// The (start, end) of each event of each lane.
+    pub(super) fn spans(lanes: &[Vec<XEvent>]) -> Vec<Vec<(i64, i64)>> {
+        lanes
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|e| (e.offset_ps(), e.offset_ps() + e.duration_ps))
+                    .collect()
+            })
+            .collect()
+    }
+}

@@ -474,6 +474,23 @@ impl Writer {
         }
     }
 
+    /// Writes one single-slot record (an event or a mark) whose words `words` makes
+    /// once the slot is taken; returns the slot and its record number, or `None` when
+    /// the budget is spent (counted as a dropped event).
+    #[inline(always)]
+    fn push_single(&self, words: impl FnOnce() -> [u64; 4]) -> Option<(&Slot, u64)> {
+        if !self.reserve(1) {
+            self.count_dropped(true);
+            return None;
+        }
+        let seq = self.seq.get();
+        let slot = self.next_slot();
+        self.head(seq);
+        slot.write(words());
+        self.publish(seq + 1);
+        Some((slot, seq))
+    }
+
     /// Writes an event; an instant one ends where it starts. `span` gives the start
     /// and end ticks of an event that is already over.
     #[inline(always)]
@@ -483,28 +500,23 @@ impl Writer {
         instant: bool,
         span: Option<(u64, u64)>,
     ) -> Option<EventRef> {
-        if !self.reserve(1) {
-            self.count_dropped(true);
-            return None;
-        }
-        let seq = self.seq.get();
-        let slot = self.next_slot();
-        self.head(seq);
-        let (start, end) = match span {
-            Some((start, end)) => (start, end.max(1)),
-            None => {
-                // Read the clock last, so the bookkeeping above is not billed to the event.
-                let start = crate::clock::now();
-                (start, if instant { start.max(1) } else { 0 })
-            }
-        };
-        slot.write([
-            name.as_ptr() as u64,
-            (name.len() as u64) << 8 | KIND_EVENT,
-            start,
-            end,
-        ]);
-        self.publish(seq + 1);
+        let (slot, seq) = self.push_single(|| {
+            let (start, end) = match span {
+                Some((start, end)) => (start, end.max(1)),
+                None => {
+                    // Read the clock last, so the bookkeeping above is not billed to
+                    // the event.
+                    let start = crate::clock::now();
+                    (start, if instant { start.max(1) } else { 0 })
+                }
+            };
+            [
+                name.as_ptr() as u64,
+                (name.len() as u64) << 8 | KIND_EVENT,
+                start,
+                end,
+            ]
+        })?;
         Some(EventRef {
             slot,
             seq,
@@ -513,20 +525,14 @@ impl Writer {
     }
 
     fn push_mark(&self, name: &'static str, at: u64, value: u64) {
-        if !self.reserve(1) {
-            self.count_dropped(true);
-            return;
-        }
-        let seq = self.seq.get();
-        let slot = self.next_slot();
-        self.head(seq);
-        slot.write([
-            name.as_ptr() as u64,
-            (name.len() as u64) << 8 | KIND_MARK,
-            at,
-            value,
-        ]);
-        self.publish(seq + 1);
+        self.push_single(|| {
+            [
+                name.as_ptr() as u64,
+                (name.len() as u64) << 8 | KIND_MARK,
+                at,
+                value,
+            ]
+        });
     }
 
     fn push_field(&self, event_seq: u64, key: &'static str, value: Value<'_>) {

@@ -110,25 +110,14 @@ fn nest(events: Vec<XEvent>) -> Vec<Vec<XEvent>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xspace::XEventData;
+    use crate::collect::lane_tests::{event, spans};
 
     #[test]
     fn nested_objects_share_a_lane_and_overlapping_ones_do_not() {
-        let event = |start: i64, end: i64| XEvent {
-            metadata_id: 1,
-            data: Some(XEventData::OffsetPs(start)),
-            duration_ps: end - start,
-            stats: Vec::new(),
-        };
         let lanes = nest(vec![event(0, 10), event(2, 4), event(5, 12), event(10, 11)]);
-        let spans: Vec<Vec<(i64, i64)>> = lanes
-            .iter()
-            .map(|l| {
-                l.iter()
-                    .map(|e| (e.offset_ps(), e.offset_ps() + e.duration_ps))
-                    .collect()
-            })
-            .collect();
-        assert_eq!(spans, [vec![(0, 10), (2, 4), (10, 11)], vec![(5, 12)]]);
+        assert_eq!(
+            spans(&lanes),
+            [vec![(0, 10), (2, 4), (10, 11)], vec![(5, 12)]]
+        );
     }
 }

@@ -274,6 +274,7 @@ fn pack(events: Vec<XEvent>) -> Vec<Vec<XEvent>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::lane_tests::{event, spans};
 
     fn poll(start: i64) -> Poll {
         Poll {
@@ -310,21 +311,10 @@ mod tests {
 
     #[test]
     fn lanes_never_hold_overlapping_events() {
-        let event = |start: i64, end: i64| XEvent {
-            metadata_id: 1,
-            data: Some(XEventData::OffsetPs(start)),
-            duration_ps: end - start,
-            stats: Vec::new(),
-        };
         let lanes = pack(vec![event(0, 10), event(2, 4), event(5, 12), event(10, 11)]);
-        let spans: Vec<Vec<(i64, i64)>> = lanes
-            .iter()
-            .map(|l| {
-                l.iter()
-                    .map(|e| (e.offset_ps(), e.offset_ps() + e.duration_ps))
-                    .collect()
-            })
-            .collect();
-        assert_eq!(spans, [vec![(0, 10), (10, 11)], vec![(2, 4), (5, 12)]]);
+        assert_eq!(
+            spans(&lanes),
+            [vec![(0, 10), (10, 11)], vec![(2, 4), (5, 12)]]
+        );
     }
 }
