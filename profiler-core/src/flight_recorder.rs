@@ -20,8 +20,10 @@
 //! ```
 //!
 //! Memory is bounded whatever the run length: each thread that records holds
-//! `events_per_thread` records (rounded up to whole 32 KiB chunks of 1024 records; a
-//! field is one more record, a string field one more per 32 bytes). Recording costs
+//! `events_per_thread` records (rounded up to whole 32 KiB chunks of 1024 records,
+//! plus one chunk so that a snapshot taken while the thread writes still finds about
+//! that many whole; a field is one more record, a string field one more per 32
+//! bytes). Recording costs
 //! what it costs in any session: the ring only changes where the writer goes after
 //! its last chunk. An event is kept only while its record is in the ring; one that
 //! began before the oldest record left is gone, even if it has not ended yet.

@@ -15,7 +15,7 @@ use profiler_core::{session, trace, ErrorKind, ProfileOptions, TrackingAllocator
 #[global_allocator]
 static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);
 
-/// Every `work` event carries `i` and a string `s` whose length is `i % 77`; checks
+/// Every `work` event carries `i` and a string `s` of [`len`]`(i)` bytes; checks
 /// each one decoded whole and returns the `i`s in order.
 fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
     let host = support::host(profile);
@@ -31,7 +31,7 @@ fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
                 continue;
             };
             if let Some(XStatValue::Str(s)) = support::stat(host, e, "s") {
-                assert_eq!(s.len() as i64, i % 77, "event {i}: {s:?}");
+                assert_eq!(s.len() as i64, len(i), "event {i}: {s:?}");
                 assert!(s.bytes().all(|b| b == b'a' + (i % 26) as u8), "event {i}");
             }
             seen.push(i);
@@ -40,8 +40,14 @@ fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
     seen
 }
 
+/// Up to 532 bytes: string fields from none to 17 record slots, so records often
+/// straddle chunk and ring boundaries, and a snapshot often catches one half written.
+fn len(i: i64) -> i64 {
+    (i % 77) * 7
+}
+
 fn work(i: i64) {
-    let s = String::from(char::from(b'a' + (i % 26) as u8)).repeat((i % 77) as usize);
+    let s = String::from(char::from(b'a' + (i % 26) as u8)).repeat(len(i) as usize);
     let _t = trace!("work", i = i, s = s.as_str());
 }
 

@@ -31,7 +31,7 @@
 #![allow(unsafe_code)]
 
 use std::cell::{Cell, OnceCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::field::Value;
@@ -120,6 +120,10 @@ pub(crate) struct ThreadBuffer {
     generation: AtomicU64,
     /// Complete slots of that session (records written since it began, in a ring).
     published: AtomicU64,
+    /// In a ring: the end of the slots the writer may be overwriting now, stored
+    /// before it touches them. A string field is many slots written before one
+    /// publish, so `published` alone cannot tell a reader which old slots are torn.
+    writing: AtomicU64,
     /// Slots of the ring the session writes in; 0 when it writes a list that grows.
     ring: AtomicU64,
     dropped_events: AtomicU64,
@@ -209,11 +213,21 @@ static NEXT_LINE_ID: AtomicU32 = AtomicU32::new(1);
 static REGISTRY: Mutex<Vec<Arc<ThreadBuffer>>> = Mutex::new(Vec::new());
 
 /// Begins session `generation` with room for `max_records` slots, and forgets the
-/// buffers of threads that exited before it. With `ring` slots (rounded up to whole
-/// chunks), each thread instead keeps writing in a ring of that size, overwriting
-/// its oldest records, and `max_records` is not used.
+/// buffers of threads that exited before it. With `ring` slots, each thread instead
+/// keeps writing in a ring, overwriting its oldest records, and `max_records` is not
+/// used.
+///
+/// The ring is `ring` rounded up to whole chunks, plus one: a snapshot can only start
+/// decoding at a chunk's first record, and must leave out what the writer reuses
+/// while it copies, so without the spare chunk a one-chunk ring read just after it
+/// wrapped would hold next to nothing.
 pub(crate) fn begin_session(generation: u64, max_records: u64, ring: u64) {
-    let ring = ring.div_ceil(CHUNK_SLOTS as u64) * CHUNK_SLOTS as u64;
+    let chunks = if ring == 0 {
+        0
+    } else {
+        ring.div_ceil(CHUNK_SLOTS as u64) + 1
+    };
+    let ring = chunks * CHUNK_SLOTS as u64;
     RING.store(ring, Ordering::Relaxed);
     // No cap in a ring; half the range keeps the budget arithmetic from overflowing.
     let budget = if ring == 0 { max_records } else { u64::MAX / 2 };
@@ -326,6 +340,7 @@ impl Writer {
                         head: Chunk::new(),
                         generation: AtomicU64::new(0),
                         published: AtomicU64::new(0),
+                        writing: AtomicU64::new(0),
                         ring: AtomicU64::new(0),
                         dropped_events: AtomicU64::new(0),
                         dropped_fields: AtomicU64::new(0),
@@ -357,6 +372,7 @@ impl Writer {
         // the old session's count.
         let ring = RING.load(Ordering::Relaxed);
         buffer.published.store(0, Ordering::Relaxed);
+        buffer.writing.store(0, Ordering::Relaxed);
         buffer.dropped_events.store(0, Ordering::Relaxed);
         buffer.dropped_fields.store(0, Ordering::Relaxed);
         buffer.ring.store(ring, Ordering::Relaxed);
@@ -454,6 +470,24 @@ impl Writer {
         }
     }
 
+    /// In a ring, announces that the record about to be written ends at slot `end`,
+    /// before any of its slots overwrite older records: a snapshot copying meanwhile
+    /// then leaves those records out (see [`ring`]).
+    #[inline(always)]
+    fn announce(&self, end: u64) {
+        if self.ring.get() == 0 {
+            // A growing list never overwrites a record of its session.
+            return;
+        }
+        if let Some(buffer) = self.buffer() {
+            buffer.writing.store(end, Ordering::Relaxed);
+            // Pairs with the reader's acquire fence: a reader that sees any slot
+            // written below also sees this store. Free on x86-64, where stores are not
+            // reordered; removing it lets a snapshot decode half-overwritten slots.
+            fence(Ordering::Release);
+        }
+    }
+
     #[inline(always)]
     fn publish(&self, seq: u64) {
         self.seq.set(seq);
@@ -484,6 +518,7 @@ impl Writer {
             return None;
         }
         let seq = self.seq.get();
+        self.announce(seq + 1);
         let slot = self.next_slot();
         self.head(seq);
         slot.write(words());
@@ -552,6 +587,7 @@ impl Writer {
             return;
         }
         let mut seq = self.seq.get();
+        self.announce(seq + 1 + extra);
         let slot = self.next_slot();
         self.head(seq);
         slot.write([
