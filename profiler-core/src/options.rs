@@ -185,7 +185,7 @@ pub enum ExportFormat {
 }
 
 impl ExportFormat {
-    /// Every format, with the names [`ExportFormat::from_str`] accepts first.
+    /// Every format, with the name its [`FromStr`](std::str::FromStr) impl accepts first.
     pub const ALL: [(ExportFormat, &'static str); 4] = [
         (ExportFormat::XPlane, "xplane"),
         (ExportFormat::Perfetto, "perfetto"),

@@ -1,5 +1,7 @@
 //! Records read back from slots: the decoding shared by a growing list and a ring.
 
+#![allow(unsafe_code)]
+
 use super::{
     Chunk, OwnedValue, Record, Slot, CHUNK_SLOTS, KIND_EVENT, KIND_FIELD, KIND_MARK, TAG_BOOL,
     TAG_F64, TAG_I64, TAG_U64,

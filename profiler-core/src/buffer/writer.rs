@@ -1,0 +1,485 @@
+//! The writing half of a thread's buffer: the hot path every annotation, field and
+//! mark takes, lock-free and allocation-free once the thread's chunks exist.
+
+#![allow(unsafe_code)]
+
+use std::cell::{Cell, OnceCell};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::{
+    registry, Chunk, Slot, ThreadBuffer, BUDGET, CHUNK_SLOTS, CLAIM, GENERATION, KIND_EVENT,
+    KIND_FIELD, KIND_MARK, MAX_STR_BYTES, NEXT_LINE_ID, RING, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR,
+    TAG_U64,
+};
+use crate::field::Value;
+
+/// The writing half of a thread's buffer, in a thread-local.
+///
+/// It has no destructor, so reaching it is a plain offset from the thread pointer: a
+/// thread-local with a destructor costs a state check on every access. What needs
+/// dropping (the `Arc` that keeps the buffer alive) lives in [`Registration`], whose
+/// destructor marks this writer exited before the buffer can go away.
+///
+/// Cells rather than `&mut`: the hot path may be re-entered from inside itself (an
+/// allocation of a new chunk can be observed by a tracking allocator that records),
+/// and every method leaves the cells consistent before anything that could re-enter.
+struct Writer {
+    /// Null until registered, and again once the thread's registration dropped.
+    buffer: Cell<*const ThreadBuffer>,
+    exited: Cell<bool>,
+    generation: Cell<u64>,
+    chunk: Cell<*const Chunk>,
+    pos: Cell<usize>,
+    seq: Cell<u64>,
+    budget: Cell<u64>,
+    /// Ring slots of the session being written; 0 for a growing list.
+    ring: Cell<u64>,
+    /// Index of `chunk` in the list.
+    chunk_index: Cell<u64>,
+    /// In a ring: the next record head is the first in its chunk on this lap.
+    first_head: Cell<bool>,
+}
+
+/// Owns the thread's buffer for as long as the thread runs.
+struct Registration(OnceCell<Arc<ThreadBuffer>>);
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.0.get() {
+            buffer.exited.store(true, Ordering::Release);
+        }
+        WRITER.with(|w| {
+            w.exited.set(true);
+            w.buffer.set(std::ptr::null());
+            w.chunk.set(std::ptr::null());
+        });
+    }
+}
+
+thread_local! {
+    static WRITER: Writer = const {
+        Writer {
+            buffer: Cell::new(std::ptr::null()),
+            exited: Cell::new(false),
+            generation: Cell::new(0),
+            chunk: Cell::new(std::ptr::null()),
+            pos: Cell::new(0),
+            seq: Cell::new(0),
+            budget: Cell::new(0),
+            ring: Cell::new(0),
+            chunk_index: Cell::new(0),
+            first_head: Cell::new(false),
+        }
+    };
+    static REGISTRATION: Registration = const { Registration(OnceCell::new()) };
+}
+
+/// Where an open event lives, so its guard can close it and add fields.
+#[derive(Debug)]
+pub(crate) struct EventRef {
+    slot: *const Slot,
+    seq: u64,
+    generation: u64,
+}
+
+impl Writer {
+    /// The thread's buffer, once registered and until the thread exits.
+    #[inline(always)]
+    fn buffer(&self) -> Option<&ThreadBuffer> {
+        // SAFETY: a non-null pointer was taken from the `Arc` in this thread's
+        // `Registration`, which holds it until its destructor nulls this pointer.
+        unsafe { self.buffer.get().as_ref() }
+    }
+
+    #[cold]
+    fn register(&self) -> bool {
+        let registered = crate::alloc::without_samples(|| {
+            REGISTRATION.try_with(|r| {
+                let buffer = r.0.get_or_init(|| {
+                    let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
+                    let name = std::thread::current()
+                        .name()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
+                    let buffer = Arc::new(ThreadBuffer {
+                        line_id,
+                        name,
+                        head: Chunk::new(),
+                        generation: AtomicU64::new(0),
+                        published: AtomicU64::new(0),
+                        writing: AtomicU64::new(0),
+                        ring: AtomicU64::new(0),
+                        dropped_events: AtomicU64::new(0),
+                        dropped_fields: AtomicU64::new(0),
+                        exited: AtomicBool::new(false),
+                    });
+                    registry().push(Arc::clone(&buffer));
+                    buffer
+                });
+                self.buffer.set(Arc::as_ptr(buffer));
+            })
+        });
+        if registered.is_err() {
+            // The thread is shutting down: record nothing more on it.
+            self.exited.set(true);
+        }
+        registered.is_ok()
+    }
+
+    /// Starts writing session `generation` from the first chunk.
+    #[cold]
+    fn reset(&self, generation: u64) -> bool {
+        if self.exited.get() || (self.buffer.get().is_null() && !self.register()) {
+            return false;
+        }
+        let Some(buffer) = self.buffer() else {
+            return false;
+        };
+        // Order matters to the collector: it must never pair the new generation with
+        // the old session's count.
+        let ring = RING.load(Ordering::Relaxed);
+        buffer.published.store(0, Ordering::Relaxed);
+        buffer.writing.store(0, Ordering::Relaxed);
+        buffer.dropped_events.store(0, Ordering::Relaxed);
+        buffer.dropped_fields.store(0, Ordering::Relaxed);
+        buffer.ring.store(ring, Ordering::Relaxed);
+        buffer.generation.store(generation, Ordering::Release);
+        self.chunk.set(&*buffer.head);
+        self.pos.set(0);
+        self.seq.set(0);
+        self.budget.set(0);
+        self.ring.set(ring);
+        self.chunk_index.set(0);
+        self.first_head.set(ring != 0);
+        self.generation.set(generation);
+        true
+    }
+
+    /// Makes room for `n` slots in the current session, or says there is none.
+    #[inline(always)]
+    fn reserve(&self, n: u64) -> bool {
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if self.generation.get() != generation && !self.reset(generation) {
+            return false;
+        }
+        self.budget.get() >= n || self.claim(n)
+    }
+
+    #[cold]
+    fn claim(&self, n: u64) -> bool {
+        if self.exited.get() {
+            return false;
+        }
+        let want = n.max(CLAIM);
+        let taken = BUDGET.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            (left + self.budget.get() >= n).then(|| left - left.min(want))
+        });
+        match taken {
+            Ok(left) => {
+                self.budget.set(self.budget.get() + left.min(want));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The next slot. Callers reserved it first.
+    #[inline(always)]
+    fn next_slot(&self) -> &Slot {
+        let mut pos = self.pos.get();
+        if pos == CHUNK_SLOTS {
+            self.next_chunk();
+            pos = 0;
+        }
+        self.pos.set(pos + 1);
+        self.budget.set(self.budget.get() - 1);
+        // SAFETY: a successful reservation means the thread is registered and not
+        // exited, so `chunk` points into the list owned by its live buffer (`reset`
+        // set it); chunks are never freed while their buffer lives.
+        let chunk = unsafe { &*self.chunk.get() };
+        &chunk.slots[pos]
+    }
+
+    #[cold]
+    fn next_chunk(&self) {
+        let ring = self.ring.get();
+        let index = self.chunk_index.get() + 1;
+        if ring != 0 && index * CHUNK_SLOTS as u64 >= ring {
+            // The ring wraps: back to the first chunk, over the oldest records.
+            if let Some(buffer) = self.buffer() {
+                self.chunk.set(&*buffer.head);
+                self.chunk_index.set(0);
+                self.pos.set(0);
+                self.first_head.set(true);
+                return;
+            }
+        }
+        // SAFETY: as in `next_slot`.
+        let chunk = unsafe { &*self.chunk.get() };
+        let next = chunk
+            .next
+            .get_or_init(|| crate::alloc::without_samples(Chunk::new));
+        self.chunk.set(&**next);
+        self.chunk_index.set(index);
+        self.pos.set(0);
+        self.first_head.set(ring != 0);
+    }
+
+    /// Notes that the record starting at `seq`, in the slot just taken, is a head:
+    /// a ring's reader starts decoding a chunk at its first head.
+    #[inline(always)]
+    fn head(&self, seq: u64) {
+        if self.first_head.get() {
+            self.first_head.set(false);
+            // SAFETY: as in `next_slot`: the slot just taken is in this chunk.
+            let chunk = unsafe { &*self.chunk.get() };
+            chunk.first_head.store(seq, Ordering::Release);
+        }
+    }
+
+    /// In a ring, announces that the record about to be written ends at slot `end`,
+    /// before any of its slots overwrite older records: a snapshot copying meanwhile
+    /// then leaves those records out (see [`super::ring`]).
+    #[inline(always)]
+    fn announce(&self, end: u64) {
+        if self.ring.get() == 0 {
+            // A growing list never overwrites a record of its session.
+            return;
+        }
+        if let Some(buffer) = self.buffer() {
+            buffer.writing.store(end, Ordering::Relaxed);
+            // Pairs with the reader's acquire fence: a reader that sees any slot
+            // written below also sees this store. Free on x86-64, where stores are not
+            // reordered; removing it lets a snapshot decode half-overwritten slots.
+            fence(Ordering::Release);
+        }
+    }
+
+    #[inline(always)]
+    fn publish(&self, seq: u64) {
+        self.seq.set(seq);
+        if let Some(buffer) = self.buffer() {
+            buffer.published.store(seq, Ordering::Release);
+        }
+    }
+
+    #[cold]
+    fn count_dropped(&self, event: bool) {
+        if let Some(buffer) = self.buffer() {
+            let counter = if event {
+                &buffer.dropped_events
+            } else {
+                &buffer.dropped_fields
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes one single-slot record (an event or a mark) whose words `words` makes
+    /// once the slot is taken; returns the slot and its record number, or `None` when
+    /// the budget is spent (counted as a dropped event).
+    #[inline(always)]
+    fn push_single(&self, words: impl FnOnce() -> [u64; 4]) -> Option<(&Slot, u64)> {
+        if !self.reserve(1) {
+            self.count_dropped(true);
+            return None;
+        }
+        let seq = self.seq.get();
+        self.announce(seq + 1);
+        let slot = self.next_slot();
+        self.head(seq);
+        slot.write(words());
+        self.publish(seq + 1);
+        Some((slot, seq))
+    }
+
+    /// Writes an event; an instant one ends where it starts. `span` gives the start
+    /// and end ticks of an event that is already over.
+    #[inline(always)]
+    fn push_event(
+        &self,
+        name: &'static str,
+        instant: bool,
+        span: Option<(u64, u64)>,
+    ) -> Option<EventRef> {
+        let (slot, seq) = self.push_single(|| {
+            let (start, end) = match span {
+                Some((start, end)) => (start, end.max(1)),
+                None => {
+                    // Read the clock last, so the bookkeeping above is not billed to
+                    // the event.
+                    let start = crate::clock::now();
+                    (start, if instant { start.max(1) } else { 0 })
+                }
+            };
+            [
+                name.as_ptr() as u64,
+                (name.len() as u64) << 8 | KIND_EVENT,
+                start,
+                end,
+            ]
+        })?;
+        Some(EventRef {
+            slot,
+            seq,
+            generation: self.generation.get(),
+        })
+    }
+
+    fn push_mark(&self, name: &'static str, at: u64, value: u64) {
+        self.push_single(|| {
+            [
+                name.as_ptr() as u64,
+                (name.len() as u64) << 8 | KIND_MARK,
+                at,
+                value,
+            ]
+        });
+    }
+
+    fn push_field(&self, event_seq: u64, key: &'static str, value: Value<'_>) {
+        let (tag, bits, text) = match value {
+            Value::I64(v) => (TAG_I64, v as u64, None),
+            Value::U64(v) => (TAG_U64, v, None),
+            Value::F64(v) => (TAG_F64, v.to_bits(), None),
+            Value::Bool(v) => (TAG_BOOL, u64::from(v), None),
+            Value::Str(s) => {
+                let s = truncate(s, MAX_STR_BYTES);
+                (TAG_STR, s.len() as u64, Some(s))
+            }
+        };
+        let extra = text.map_or(0, |s| s.len().div_ceil(32) as u64);
+        if !self.reserve(1 + extra) {
+            self.count_dropped(false);
+            return;
+        }
+        let mut seq = self.seq.get();
+        self.announce(seq + 1 + extra);
+        let slot = self.next_slot();
+        self.head(seq);
+        slot.write([
+            key.as_ptr() as u64,
+            (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
+            event_seq,
+            bits,
+        ]);
+        seq += 1;
+        if let Some(text) = text {
+            for piece in text.as_bytes().chunks(32) {
+                let mut block = [0u8; 32];
+                block[..piece.len()].copy_from_slice(piece);
+                let word = |i: usize| {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(&block[i * 8..i * 8 + 8]);
+                    u64::from_le_bytes(w)
+                };
+                self.next_slot().write([word(0), word(1), word(2), word(3)]);
+                seq += 1;
+            }
+        }
+        self.publish(seq);
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Opens an event named `name` on this thread. `None` when the session's cap is
+/// reached (the drop is counted) or the thread is shutting down.
+#[inline(always)]
+pub(crate) fn begin_event(name: &'static str) -> Option<EventRef> {
+    WRITER.with(|w| w.push_event(name, false, None))
+}
+
+/// Records a zero-duration event named `name` on this thread; fields may still be
+/// added through the returned reference.
+pub(crate) fn instant_event(name: &'static str) -> Option<EventRef> {
+    WRITER.with(|w| w.push_event(name, true, None))
+}
+
+/// Records on this thread an event that ran from clock ticks `start` to `end`
+/// (started elsewhere, perhaps on another thread); fields may still be added.
+pub(crate) fn span_event(name: &'static str, start: u64, end: u64) -> Option<EventRef> {
+    WRITER.with(|w| w.push_event(name, false, Some((start, end))))
+}
+
+/// Records mark `name` with `value` at clock ticks `at` on this thread: a span's close
+/// or a counter's sample.
+pub(crate) fn mark(name: &'static str, at: u64, value: u64) {
+    WRITER.with(|w| w.push_mark(name, at, value));
+}
+
+/// Closes an event opened by [`begin_event`] on this thread.
+#[inline(always)]
+pub(crate) fn end_event(event: &EventRef) -> u64 {
+    let end = crate::clock::now();
+    WRITER.with(|w| {
+        // A new session reuses the slots: only close events of the one still written,
+        // and nothing once the thread's buffer may be gone.
+        // In a ring the slot is the event's until a record `ring` later is written.
+        let live = w.ring.get() == 0 || w.seq.get() <= event.seq + w.ring.get();
+        if w.generation.get() == event.generation && !w.exited.get() && live {
+            // SAFETY: same generation means no `reset` ran since `push_event` made this
+            // pointer, and `live` that the ring has not come round to it, so the slot
+            // is still this event's; not exited means the registration still holds the
+            // buffer that owns its chunk.
+            let slot = unsafe { &*event.slot };
+            slot.0[3].store(end.max(1), Ordering::Release);
+        }
+    });
+    end
+}
+
+/// The scope id of an event opened on this thread, for the tracer scope hook.
+pub(crate) fn scope_id(event: &EventRef) -> crate::tracer::ScopeId {
+    let line = WRITER
+        .try_with(|w| w.buffer().map_or(0, |b| b.line_id))
+        .unwrap_or(0);
+    crate::tracer::ScopeId {
+        line,
+        seq: event.seq,
+    }
+}
+
+/// Adds a field to an event opened by [`begin_event`] on this thread.
+pub(crate) fn add_field(event: &EventRef, key: &'static str, value: Value<'_>) {
+    WRITER.with(|w| {
+        if w.generation.get() == event.generation && !w.exited.get() {
+            w.push_field(event.seq, key, value);
+        }
+    });
+}
+
+fn os_thread_id() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions and cannot fail.
+        (unsafe { libc::gettid() }) as u64
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        thread_local!(static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
+        ID.with(|id| *id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("abc", 10), "abc");
+    }
+}
