@@ -125,3 +125,33 @@ fn a_failing_callback_is_reported_and_the_next_window_still_opens() {
     let _ = profiler.stop();
     assert_eq!(*calls.lock().expect("calls"), 2);
 }
+
+#[test]
+fn a_window_that_cannot_open_leaves_the_running_session_alone() {
+    let _serial = support::serial();
+    let handed = Arc::new(Mutex::new(0));
+    let seen = Arc::clone(&handed);
+    let mut profiler = Profiler::new(ProfileOptions::default(), Schedule::new(1, 1, 1))
+        .expect("valid")
+        .on_trace_ready(move |_| {
+            *seen.lock().expect("handed") += 1;
+            Ok(())
+        });
+    profiler.start().expect("start");
+    // The application's own session is running when the warm-up should begin.
+    session::start(ProfileOptions::default(), None).expect("own session");
+    drop(trace!("mine"));
+    let err = profiler.step().expect_err("warm-up cannot open");
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    assert_eq!(profiler.current_action(), ProfilerAction::None);
+    // Neither the window step nor stopping may discard, stop or hand over that session.
+    let _ = profiler.step();
+    profiler.stop().expect("stop");
+    assert!(
+        session::is_running(),
+        "the application's session still runs"
+    );
+    let own = session::stop().expect("own stop");
+    assert!(support::all_names(&own).contains(&"mine".to_owned()));
+    assert_eq!(*handed.lock().expect("handed"), 0, "nothing handed over");
+}

@@ -102,7 +102,7 @@ impl Profiler {
         self.step = 0;
         self.action = self.schedule.action(0);
         if self.action.is_tracing() {
-            session::start(self.options.clone(), None)?;
+            self.open()?;
         }
         self.started = true;
         Ok(())
@@ -129,13 +129,13 @@ impl Profiler {
             (ProfilerAction::None, ProfilerAction::None)
             | (Warmup, Warmup)
             | (Record, Record | RecordAndSave) => Ok(()),
-            (ProfilerAction::None, _) => session::start(self.options.clone(), None),
+            (ProfilerAction::None, _) => self.open(),
             (Warmup, Record | RecordAndSave) => session::discard_recorded(),
             (Warmup, ProfilerAction::None) => session::stop().map(drop),
             (Record | RecordAndSave, _) => {
                 let saved = self.save();
                 if self.action.is_tracing() {
-                    session::start(self.options.clone(), None)?;
+                    self.open()?;
                 }
                 saved
             }
@@ -175,6 +175,18 @@ impl Profiler {
     /// Windows handed over so far.
     pub fn windows_saved(&self) -> u64 {
         self.saved
+    }
+
+    /// Starts the session of a warm-up or window. When it cannot start (another
+    /// session runs), the step records nothing: the profiler must not go on to
+    /// discard, stop or hand over a session that is not its own. The next step
+    /// tries again.
+    fn open(&mut self) -> Result<()> {
+        let opened = session::start(self.options.clone(), None);
+        if opened.is_err() {
+            self.action = ProfilerAction::None;
+        }
+        opened
     }
 
     fn save(&mut self) -> Result<()> {
