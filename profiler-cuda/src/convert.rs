@@ -29,8 +29,6 @@ use crate::occupancy::{theoretical_occupancy, SmLimits};
 
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
 pub const GPU_PLANE_BASE_ID: i64 = 1;
-/// Host lines of API calls made outside any annotation: this id plus the thread id.
-pub const API_LINE_BASE_ID: i64 = 0x7d00_0000;
 
 /// Stat: the innermost host annotation enclosing the launch of device work.
 pub const ANNOTATION: &str = "annotation";
@@ -106,7 +104,7 @@ pub fn add_to_space(
         let line = match scope {
             Some(s) => (i64::from(s.line), String::new()),
             None => (
-                API_LINE_BASE_ID + i64::from(*thread_id & 0xff_ffff),
+                i64::from(schema::DEVICE_API_LINES_ID + (*thread_id & 0xff_ffff)),
                 format!("CUDA API (thread {thread_id})"),
             ),
         };

@@ -9,7 +9,6 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use cudarc::cupti::sys as cupti;
@@ -280,13 +279,20 @@ extern "C" fn timestamp() -> u64 {
     tracer::clock_ns()
 }
 
+/// CUPTI requires activity buffers aligned to 8 bytes (`ACTIVITY_RECORD_ALIGNMENT`);
+/// a byte slice's allocation promises only 1.
+fn buffer_layout() -> std::alloc::Layout {
+    std::alloc::Layout::from_size_align(BUFFER_BYTES, 8).expect("a valid layout")
+}
+
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    let block = vec![0u8; BUFFER_BYTES].into_boxed_slice();
-    // SAFETY: CUPTI passes valid out-pointers; the buffer is returned to
+    // SAFETY: the layout has a non-zero size. CUPTI passes valid out-pointers; a null
+    // buffer (out of memory) makes CUPTI drop records, and the buffer is returned to
     // `buffer_completed`, which frees it with the same layout.
     unsafe {
-        *buffer = Box::into_raw(block).cast::<u8>();
-        *size = BUFFER_BYTES;
+        let block = std::alloc::alloc_zeroed(buffer_layout());
+        *buffer = block;
+        *size = if block.is_null() { 0 } else { BUFFER_BYTES };
         *max_records = 0;
     }
 }
@@ -310,7 +316,7 @@ extern "C" fn buffer_completed(
             .result()
             .is_ok()
         {
-            let kind_value = *record.cast::<u32>();
+            let kind_value = record.cast::<u32>().read_unaligned();
             if let Some(len) = layout::prefix_len(kind_value) {
                 let bytes = std::slice::from_raw_parts(record.cast::<u8>(), len);
                 if let Some(activity) = layout::read(bytes, &LiveNames) {
@@ -320,36 +326,40 @@ extern "C" fn buffer_completed(
         }
         let mut dropped = 0usize;
         let _ = cupti::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
-        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-            buffer,
-            BUFFER_BYTES,
-        )));
-        keep(parsed, dropped as u64);
+        std::alloc::dealloc(buffer, buffer_layout());
+        if let Some(c) = collected().as_mut() {
+            c.keep(parsed, dropped as u64);
+        }
     }
 }
 
-fn keep(parsed: Vec<Activity>, dropped_by_cupti: u64) {
-    let mut guard = collected();
-    let Some(c) = guard.as_mut() else { return };
-    c.trace.dropped_by_cupti += dropped_by_cupti;
-    for activity in parsed {
-        let (kept, max, dropped) = match activity {
-            Activity::Api { .. } => (&mut c.kept_api, c.max_api, &mut c.trace.dropped_api),
-            Activity::ExternalCorrelation { .. } => {
-                (&mut c.kept_api, u64::MAX, &mut c.trace.dropped_api)
+impl Collected {
+    /// Adds a completed buffer's records, within the caps.
+    fn keep(&mut self, parsed: Vec<Activity>, dropped_by_cupti: u64) {
+        let c = self;
+        c.trace.dropped_by_cupti += dropped_by_cupti;
+        for activity in parsed {
+            let (kept, max, dropped) = match activity {
+                // Links from launches to annotations: never dropped, and not API calls, so
+                // they do not use up the API cap.
+                Activity::ExternalCorrelation { .. } => {
+                    c.trace.activities.push(activity);
+                    continue;
+                }
+                Activity::Api { .. } => (&mut c.kept_api, c.max_api, &mut c.trace.dropped_api),
+                _ => (
+                    &mut c.kept_activity,
+                    c.max_activity,
+                    &mut c.trace.dropped_activity,
+                ),
+            };
+            if *kept >= max {
+                *dropped += 1;
+                continue;
             }
-            _ => (
-                &mut c.kept_activity,
-                c.max_activity,
-                &mut c.trace.dropped_activity,
-            ),
-        };
-        if *kept >= max {
-            *dropped += 1;
-            continue;
+            *kept += 1;
+            c.trace.activities.push(activity);
         }
-        *kept += 1;
-        c.trace.activities.push(activity);
     }
 }
 
@@ -397,7 +407,6 @@ thread_local! {
     /// Ids this thread pushed and not yet popped: pops never outnumber pushes.
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
-static PUSH_FAILURES: AtomicU64 = AtomicU64::new(0);
 
 fn enter(scope: ScopeId) {
     // SAFETY: plain call into libcupti, which `start` found before installing the hook.
@@ -408,13 +417,10 @@ fn enter(scope: ScopeId) {
         )
     }
     .result();
-    match pushed {
-        Ok(()) => {
-            let _ = DEPTH.try_with(|d| d.set(d.get() + 1));
-        }
-        Err(_) => {
-            PUSH_FAILURES.fetch_add(1, Ordering::Relaxed);
-        }
+    // A failed push leaves launches unattributed, which the profile shows; counting
+    // only successes keeps pops from outnumbering pushes.
+    if pushed.is_ok() {
+        let _ = DEPTH.try_with(|d| d.set(d.get() + 1));
     }
 }
 
@@ -435,5 +441,48 @@ fn exit(_scope: ScopeId) {
                 &mut last,
             )
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(correlation_id: u32) -> Activity {
+        Activity::Api {
+            name: "cuLaunchKernel".into(),
+            start: 1,
+            end: 2,
+            thread_id: 7,
+            correlation_id,
+        }
+    }
+
+    #[test]
+    fn annotation_links_do_not_use_up_the_api_cap() {
+        let mut c = Collected {
+            trace: DeviceTrace::default(),
+            max_activity: 10,
+            max_api: 2,
+            kept_activity: 0,
+            kept_api: 0,
+        };
+        let link = |correlation_id| Activity::ExternalCorrelation {
+            correlation_id,
+            external_id: 99,
+        };
+        c.keep(vec![api(1), link(1), api(2), link(2)], 0);
+        c.keep(vec![api(3), link(3)], 5);
+        // Both launches within the cap are kept, the third is counted as dropped, and
+        // every link is kept.
+        assert_eq!(c.trace.dropped_api, 1);
+        assert_eq!(c.trace.dropped_by_cupti, 5);
+        let links = c
+            .trace
+            .activities
+            .iter()
+            .filter(|a| matches!(a, Activity::ExternalCorrelation { .. }))
+            .count();
+        assert_eq!((c.trace.activities.len(), links), (5, 3));
     }
 }
