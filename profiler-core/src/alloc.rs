@@ -85,7 +85,7 @@ fn track(bytes: i64, count: i64) {
             .wrapping_add((bytes << 16).wrapping_add(count));
         t.packed.set(packed);
         let (bytes, count) = unpack(packed);
-        if (bytes.abs() >= FLUSH_BYTES || count.abs() >= FLUSH_COUNT) && !t.sampling.get() {
+        if bytes.abs() >= FLUSH_BYTES || count.abs() >= FLUSH_COUNT {
             flush(t);
         }
     });
@@ -96,7 +96,8 @@ fn flush(t: &Tally) {
     let (bytes, count) = unpack(t.packed.replace(0));
     let bytes = BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes;
     let count = COUNT.fetch_add(count, Ordering::Relaxed) + count;
-    if session::enabled(1) {
+    // Always folded, so the packed tally cannot overflow; only the sample is held back.
+    if !t.sampling.get() && session::enabled(1) {
         t.sampling.set(true);
         BYTES_TRACK.set(bytes as f64);
         COUNT_TRACK.set(count as f64);

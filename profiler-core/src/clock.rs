@@ -39,8 +39,15 @@ fn tsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
-fn monotonic_ns() -> u64 {
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+/// The process-wide origin of [`monotonic_ns`].
+pub(crate) fn epoch() -> Instant {
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds since [`epoch`]: the tick source where there is no TSC, and the clock
+/// device tracers stamp with.
+pub(crate) fn monotonic_ns() -> u64 {
+    epoch().elapsed().as_nanos() as u64
 }
 
 /// Chooses the tick source once per process; called before the first session records.

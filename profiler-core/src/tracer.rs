@@ -17,7 +17,7 @@
 //! recording branch: annotations that are not recorded never reach it.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::buffer::{self, EventRef};
@@ -123,8 +123,6 @@ pub(crate) fn collect_all(
     }
 }
 
-static EPOCH: OnceLock<Instant> = OnceLock::new();
-
 /// Nanoseconds on the clock tracers timestamp with, from a process-wide origin.
 ///
 /// Host events are converted to nanoseconds since the session start through the same
@@ -132,7 +130,7 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 /// (CUPTI's timestamp callback does) lands on the host timeline with no further
 /// alignment: [`SessionClock::to_session_ns`] converts.
 pub fn clock_ns() -> u64 {
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    crate::clock::monotonic_ns()
 }
 
 /// The session's start and stop on the tracer clock.
@@ -151,7 +149,7 @@ impl SessionClock {
     /// Converts a [`clock_ns`] reading to nanoseconds since the session start, as host
     /// line timestamps are written; `None` for times outside the session.
     pub fn to_session_ns(&self, clock_ns: u64) -> Option<u64> {
-        let epoch = *EPOCH.get_or_init(Instant::now);
+        let epoch = crate::clock::epoch();
         let start = self.start.checked_duration_since(epoch)?.as_nanos() as u64;
         let stop = self.stop.checked_duration_since(epoch)?.as_nanos() as u64;
         (start..=stop).contains(&clock_ns).then(|| clock_ns - start)

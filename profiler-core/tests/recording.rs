@@ -278,6 +278,36 @@ fn threads_that_exited_before_stop_are_kept() {
 }
 
 #[test]
+fn recording_from_a_destructor_after_the_threads_buffer_is_gone_is_ignored() {
+    // Runs after the buffer's registration is dropped: thread-local destructors run
+    // in the reverse order of first use, and this one is used before the first record.
+    struct Late;
+    impl Drop for Late {
+        fn drop(&mut self) {
+            let _t = trace!("too_late", i = 1);
+        }
+    }
+    thread_local!(static LATE: Late = const { Late });
+
+    let _s = serial();
+    session::start(ProfileOptions::default(), None).expect("start");
+    std::thread::Builder::new()
+        .name("exiting".into())
+        .spawn(|| {
+            LATE.with(|_| {});
+            // The thread now holds slots claimed from the session's budget.
+            let _t = trace!("early");
+        })
+        .expect("spawn")
+        .join()
+        .expect("the thread exits cleanly");
+    let profile = session::stop().expect("stop");
+    let names = all_names(&profile);
+    assert!(names.contains(&"early".to_owned()));
+    assert!(!names.contains(&"too_late".to_owned()), "{names:?}");
+}
+
+#[test]
 fn open_annotations_end_at_stop_and_later_sessions_start_clean() {
     let _s = serial();
     session::start(ProfileOptions::default(), None).expect("start");

@@ -232,7 +232,9 @@ pub(crate) fn begin_session(generation: u64, max_records: u64, ring: u64) {
     let budget = if ring == 0 { max_records } else { u64::MAX / 2 };
     BUDGET.store(budget, Ordering::Relaxed);
     GENERATION.store(generation, Ordering::Release);
-    registry().retain(|b| !b.exited.load(Ordering::Acquire));
+    // Freeing a buffer can make the tracking allocator record a sample, which would
+    // take the registry's lock again on a thread not yet registered.
+    crate::alloc::without_samples(|| registry().retain(|b| !b.exited.load(Ordering::Acquire)));
 }
 
 /// Every buffer, including those of threads that exited during the session.

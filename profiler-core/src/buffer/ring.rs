@@ -56,7 +56,8 @@ pub(super) fn copy(buffer: &ThreadBuffer, published: u64, ring: u64) -> (u64, Ve
         let head = chunk.first_head.load(Ordering::Acquire);
         // A head of another lap (older, or written during the copy) does not count.
         if (boundary..boundary + per_chunk).contains(&head) && head < from + words.len() as u64 {
-            return (head, words.split_off((head - from) as usize));
+            words.drain(..(head - from) as usize);
+            return (head, words);
         }
         boundary += per_chunk;
     }

@@ -53,6 +53,10 @@ impl Drop for Registration {
             w.exited.set(true);
             w.buffer.set(std::ptr::null());
             w.chunk.set(std::ptr::null());
+            // Slots already claimed would let `reserve` skip the exited check and write
+            // through the null chunk (a tracking allocator records from destructors
+            // that run after this one).
+            w.budget.set(0);
         });
     }
 }
@@ -144,6 +148,15 @@ impl Writer {
         buffer.dropped_events.store(0, Ordering::Relaxed);
         buffer.dropped_fields.store(0, Ordering::Relaxed);
         buffer.ring.store(ring, Ordering::Relaxed);
+        if ring != 0 {
+            // Heads noted by an earlier session count seqs from 0 too: a reader must
+            // not take one for a head of this session.
+            let mut chunk = Some(&*buffer.head);
+            while let Some(c) = chunk {
+                c.first_head.store(u64::MAX, Ordering::Relaxed);
+                chunk = c.next.get().map(|c| &**c);
+            }
+        }
         buffer.generation.store(generation, Ordering::Release);
         self.chunk.set(&*buffer.head);
         self.pos.set(0);
