@@ -16,11 +16,13 @@ use profiler_core::{session, trace, ErrorKind, ProfileOptions, TrackingAllocator
 static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);
 
 /// Every `work` event carries `i` and a string `s` of [`len`]`(i)` bytes; checks
-/// each one decoded whole and returns the `i`s in order.
+/// each one decoded whole, and each line's `i`s consecutive (a writer's events, oldest
+/// dropped, none missing in between); returns the `i`s in order.
 fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
     let host = support::host(profile);
     let mut seen = Vec::new();
     for line in &host.lines {
+        let first = seen.len();
         for e in &line.events {
             if support::name(host, e) != "work" {
                 continue;
@@ -36,6 +38,12 @@ fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
             }
             seen.push(i);
         }
+        let on_line = &seen[first..];
+        assert!(
+            on_line.windows(2).all(|w| w[1] == w[0] + 1),
+            "{}: a gap or reordering in {on_line:?}",
+            line.name
+        );
     }
     seen
 }
