@@ -245,11 +245,20 @@ fn config_value(key: &str, value: &proto::AdvancedConfigValue) -> Result<ConfigV
     }
 }
 
-/// The session options a request asks for, and when it asks recording to start.
-fn request_options(
-    request: &proto::ProfileRequest,
-) -> Result<(ProfileOptions, Option<SystemTime>), Status> {
-    let opts = request.opts.clone().unwrap_or_default();
+/// What a `ProfileRequest` asks for, read once for captures and the flight recorder.
+struct Requested {
+    options: ProfileOptions,
+    /// When recording should start (`opts.start_timestamp_ns`).
+    start_at: Option<SystemTime>,
+    /// `opts.duration_ms`, else the request's own; 0 when neither says.
+    duration_ms: u64,
+}
+
+/// The session options a request asks for, when it asks recording to start, and for
+/// how long.
+fn request_options(request: &proto::ProfileRequest) -> Result<Requested, Status> {
+    let default = proto::ProfileOptions::default();
+    let opts = request.opts.as_ref().unwrap_or(&default);
     // Version 0 means an old client that filled in nothing: the server's defaults.
     let mut options = ProfileOptions::default();
     let mut start_at = None;
@@ -272,18 +281,27 @@ fn request_options(
     options
         .validate()
         .map_err(|e| invalid(format!("ProfileRequest.opts: {e}")))?;
-    Ok((options, start_at))
+    let duration_ms = if opts.duration_ms > 0 {
+        opts.duration_ms
+    } else {
+        request.duration_ms
+    };
+    Ok(Requested {
+        options,
+        start_at,
+        duration_ms,
+    })
 }
 
 impl Capture {
     fn from_request(request: &proto::ProfileRequest) -> Result<Capture, Status> {
-        let opts = request.opts.clone().unwrap_or_default();
-        let (options, start_at) = request_options(request)?;
-        let duration_ms = if opts.duration_ms > 0 {
-            opts.duration_ms
-        } else {
-            request.duration_ms
-        };
+        let default = proto::ProfileOptions::default();
+        let opts = request.opts.as_ref().unwrap_or(&default);
+        let Requested {
+            options,
+            start_at,
+            duration_ms,
+        } = request_options(request)?;
         if duration_ms == 0 {
             return Err(invalid(
                 "duration_ms is 0 (in ProfileRequest.opts and in ProfileRequest): say how long to capture".into(),
@@ -368,7 +386,7 @@ impl Service {
         }
         session::start(capture.options.clone(), None).map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Status::aborted(format!(
-                "{BUSY} (this process is already profiling itself: prof::start)"
+                "{BUSY} (this process already runs a session: prof::start, a schedule or the flight recorder)"
             )),
             _ => Status::internal(format!("cannot start profiling: {e}")),
         })?;
@@ -451,21 +469,15 @@ impl ProfilerService for Service {
         request: Request<proto::ProfileRequest>,
     ) -> Result<Response<proto::ContinuousProfilingResponse>, Status> {
         let request = request.into_inner();
-        let (options, _) = request_options(&request)?;
+        let requested = request_options(&request)?;
         let mut recorder = FlightRecorder::default();
         if request.max_events > 0 {
             recorder.events_per_thread = request.max_events;
         }
-        let window_ms = request
-            .opts
-            .as_ref()
-            .map(|o| o.duration_ms)
-            .filter(|&ms| ms > 0)
-            .unwrap_or(request.duration_ms);
-        if window_ms > 0 {
-            recorder = recorder.window(Duration::from_millis(window_ms));
+        if requested.duration_ms > 0 {
+            recorder = recorder.window(Duration::from_millis(requested.duration_ms));
         }
-        flight_recorder::start(options, recorder).map_err(|e| match e.kind() {
+        flight_recorder::start(requested.options, recorder).map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Status::already_exists(e.to_string()),
             _ => invalid(e.to_string()),
         })?;
