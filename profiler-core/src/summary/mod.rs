@@ -26,7 +26,7 @@
 
 mod render;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use crate::profile::Profile;
@@ -177,8 +177,6 @@ pub struct Summary {
     rows: Vec<SummaryRow>,
     steps: Vec<StepRow>,
     options_group: GroupBy,
-    /// What `share` is a share of: "step" or "run".
-    share_of: &'static str,
 }
 
 impl Summary {
@@ -187,19 +185,18 @@ impl Summary {
         let events = flatten(profile);
         let steps = step_spans(&events);
         let step_total: u64 = steps.iter().map(|s| s.end - s.start).sum();
-        let (share_of, run_denominator) = if steps.is_empty() {
+        let run_denominator = if steps.is_empty() {
             let run = profile
                 .wall_time_ns()
                 .map_or(0, |(start, stop)| stop.saturating_sub(start));
-            let run = if run == 0 {
+            if run == 0 {
                 events.iter().map(|e| e.end).max().unwrap_or(0)
                     - events.iter().map(|e| e.start).min().unwrap_or(0)
             } else {
                 run
-            };
-            ("run", run)
+            }
         } else {
-            ("step", step_total)
+            step_total
         };
 
         let mut groups: HashMap<(Option<i64>, &str), SummaryRow> = HashMap::new();
@@ -272,7 +269,6 @@ impl Summary {
             rows,
             steps: step_rows(&steps, profile),
             options_group: options.group_by,
-            share_of,
         }
     }
 
@@ -294,7 +290,11 @@ impl Summary {
     /// What [`SummaryRow::share`] is a share of: `"step"` when steps were recorded,
     /// `"run"` otherwise.
     pub fn share_of(&self) -> &'static str {
-        self.share_of
+        if self.steps.is_empty() {
+            "run"
+        } else {
+            "step"
+        }
     }
 }
 
@@ -343,7 +343,8 @@ struct StepSpan {
 fn is_bookkeeping(line: &XLine) -> bool {
     line.name == schema::COUNTERS_LINE
         || line.name == schema::PROFILER_LINE
-        || (line.id >= i64::from(schema::TASKS_LINE_ID) && line.name.starts_with("Tasks"))
+        || (line.id >= i64::from(schema::TASKS_LINE_ID)
+            && line.name.starts_with(schema::TASKS_LINE))
 }
 
 fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
@@ -434,29 +435,28 @@ fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
 }
 
 fn step_rows(steps: &[StepSpan], profile: &Profile) -> Vec<StepRow> {
-    let memory = profile.counter_series(schema::HOST_BYTES_IN_USE);
-    let mut rows: Vec<StepRow> = Vec::new();
+    let mut memory = profile.counter_series(schema::HOST_BYTES_IN_USE);
+    memory.sort_by_key(|&(at, _)| at);
+    // A step number can have several spans (threads, or annotation and span both):
+    // its row keeps the longest and the highest peak of any.
+    let mut rows: BTreeMap<i64, StepRow> = BTreeMap::new();
     for s in steps {
-        let peak = memory
+        let from = memory.partition_point(|&(at, _)| at < s.start);
+        let to = memory.partition_point(|&(at, _)| at <= s.end);
+        let peak = memory[from..to.max(from)]
             .iter()
-            .filter(|(at, _)| s.start <= *at && *at <= s.end)
             .map(|&(_, v)| v)
             .reduce(f64::max);
-        match rows.iter_mut().find(|r| r.step == s.step) {
-            Some(row) => {
-                row.duration_ns = row.duration_ns.max(s.end - s.start);
-                row.peak_host_bytes = match (row.peak_host_bytes, peak) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
-            }
-            None => rows.push(StepRow {
-                step: s.step,
-                duration_ns: s.end - s.start,
-                peak_host_bytes: peak,
-            }),
-        }
+        let row = rows.entry(s.step).or_insert(StepRow {
+            step: s.step,
+            duration_ns: 0,
+            peak_host_bytes: None,
+        });
+        row.duration_ns = row.duration_ns.max(s.end - s.start);
+        row.peak_host_bytes = match (row.peak_host_bytes, peak) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
     }
-    rows.sort_by_key(|r| r.step);
-    rows
+    rows.into_values().collect()
 }

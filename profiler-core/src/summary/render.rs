@@ -23,7 +23,7 @@ impl Summary {
                 .iter()
                 .map(|s| s.to_string()),
         );
-        header.push(format!("% {}", self.share_of));
+        header.push(format!("% {}", self.share_of()));
         table.set_header(header);
         for row in &self.rows {
             let mut cells = Vec::new();
@@ -99,7 +99,7 @@ impl Summary {
                 })
             })
             .collect();
-        serde_json::json!({ "share_of": self.share_of, "rows": rows, "steps": steps }).to_string()
+        serde_json::json!({ "share_of": self.share_of(), "rows": rows, "steps": steps }).to_string()
     }
 
     /// The rows as CSV with a header line, times in nanoseconds.
