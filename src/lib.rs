@@ -52,7 +52,7 @@ pub mod schedule;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
-pub use profiler_core::{domain, flight_recorder, options, schema, summary, xspace};
+pub use profiler_core::{domain, options, schema, summary, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,
@@ -67,7 +67,37 @@ pub use profiler_remote::client;
 /// (`prof::server::start(6009)`), as TensorBoard/XProf's Capture button, JAX's
 /// `collect_profile` and `capture-profile` reach it.
 #[cfg(feature = "remote")]
-pub use profiler_remote::server;
+pub mod server {
+    pub use profiler_remote::server::*;
+
+    /// Starts a server on 127.0.0.1:`port` (0 picks a free port), on its own threads,
+    /// with this build's device tracers registered for the sessions it captures (as
+    /// [`crate::start`] does; a [`ServerBuilder`] does not register them).
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Io`] when the port cannot be bound.
+    pub fn start(port: u16) -> crate::Result<ServerHandle> {
+        crate::register_tracers();
+        profiler_remote::server::start(port)
+    }
+}
+
+/// The flight recorder: an always-on session whose threads keep their latest records
+/// in rings (see [`profiler_core::flight_recorder`]).
+pub mod flight_recorder {
+    pub use profiler_core::flight_recorder::*;
+
+    /// Starts a flight-recorder session, with this build's device tracers registered
+    /// as [`crate::start`] does; it ends with [`crate::stop`].
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::InvalidArgument`] for invalid options or settings,
+    /// [`crate::ErrorKind::AlreadyExists`] when a session is running.
+    pub fn start(options: crate::ProfileOptions, recorder: FlightRecorder) -> crate::Result<()> {
+        crate::register_tracers();
+        profiler_core::flight_recorder::start(options, recorder)
+    }
+}
 
 /// The GPU timeline (feature `cuda`): CUPTI device tracing. [`start`] registers the
 /// tracer; sessions with `device_tracer_level >= 1` then record kernels, copies and
@@ -99,8 +129,7 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     // Checked here as well as in the core so that bad options fail before the logdir
     // is created on disk.
     options.validate()?;
-    #[cfg(feature = "cuda")]
-    profiler_cuda::register();
+    register_tracers();
     export::logdir::prepare(&logdir)?;
     let formats = options.export_formats.clone();
     profiler_core::session::start(options, Some(writer(logdir, formats)))
@@ -134,6 +163,16 @@ pub fn pause() -> Result<()> {
 /// [`ErrorKind::FailedPrecondition`] when no session runs.
 pub fn resume() -> Result<()> {
     profiler_core::session::resume()
+}
+
+/// Registers the device tracers this build has (feature `cuda`) for every later
+/// session. The core cannot know them, so each facade entry point that starts
+/// sessions calls this: [`start`], [`flight_recorder::start`] and `server::start`.
+/// The scheduled profiler and a `ServerBuilder` are the core's and the server
+/// crate's own types: with them, call `prof::cuda::register()` once first.
+fn register_tracers() {
+    #[cfg(feature = "cuda")]
+    profiler_cuda::register();
 }
 
 fn writer(logdir: PathBuf, formats: Vec<ExportFormat>) -> profiler_core::session::Finisher {
@@ -203,4 +242,29 @@ pub fn profile<R>(
     let session = Session::start(logdir, options)?;
     let result = work();
     Ok((result, session.stop()?))
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    /// Without CUDA the device tracer, once registered, says so in the profile: the
+    /// warning shows that an entry point registered it.
+    #[test]
+    fn the_flight_recorder_registers_the_device_tracer() {
+        crate::flight_recorder::start(
+            crate::ProfileOptions::default(),
+            crate::flight_recorder::FlightRecorder::new(1024),
+        )
+        .expect("start");
+        let profile = crate::stop().expect("stop");
+        if profiler_cuda::missing_libraries().is_some() {
+            assert!(
+                profile
+                    .warnings()
+                    .iter()
+                    .any(|w| w.contains("no GPU trace")),
+                "{:?}",
+                profile.warnings()
+            );
+        }
+    }
 }

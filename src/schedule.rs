@@ -1,5 +1,7 @@
 //! Step schedules (`torch.profiler.schedule` + `on_trace_ready`): record only some
-//! windows of steps, and write each as its own TensorBoard run.
+//! windows of steps, and write each as its own TensorBoard run. With feature `cuda`,
+//! call `prof::cuda::register()` before [`Profiler::start`] so the windows hold the GPU
+//! timeline ([`crate::start`] registers it; the scheduled profiler is the core's).
 //!
 //! ```
 //! use prof::schedule::{tensorboard_trace_handler, Profiler, Schedule};
