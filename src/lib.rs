@@ -52,12 +52,13 @@ pub mod schedule;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
-pub use profiler_core::{domain, options, schema, summary, xspace};
+pub use profiler_core::{domain, options, schema, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,
 };
 pub use profiler_export as export;
+pub use profiler_export::summary;
 pub use profiler_export::ProfileExport;
 pub use profiler_macros::instrument;
 /// Capturing from a `tensorflow.ProfilerService` server (prof's, JAX's, TensorFlow's).

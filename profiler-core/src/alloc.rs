@@ -21,7 +21,7 @@
 //! a thread-local tally (one add), and folds it into the process totals (two atomic
 //! adds) once its net count passes [`FLUSH_COUNT`] or its net bytes [`FLUSH_BYTES`];
 //! only then, and only while a session records, is a sample written.
-//! So the tracks, and the per-step peak in [`Summary`](crate::summary::Summary), are
+//! So the tracks, and the per-step peak of the summary tables, are
 //! exact to within `FLUSH_BYTES` per thread; [`TrackingAllocator::bytes_in_use`]
 //! includes the calling thread's tally. What a thread had not folded in when it
 //! exited is lost, at most `FLUSH_BYTES`.
@@ -36,7 +36,10 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use crate::{schema, session, Counter};
+use crate::counter::Counter;
+use crate::gate::{self, USER_LEVEL};
+use crate::reentry;
+use crate::schema;
 
 /// A thread folds its tally into the totals once its net count of allocations passes
 /// this...
@@ -56,15 +59,12 @@ static COUNT_TRACK: Counter = Counter::new(schema::HOST_ALLOCATIONS);
 /// allocator never allocates or registers anything.
 struct Tally {
     packed: Cell<i64>,
-    /// Set while this thread writes a sample.
-    sampling: Cell<bool>,
 }
 
 thread_local! {
     static TALLY: Tally = const {
         Tally {
             packed: Cell::new(0),
-            sampling: Cell::new(false),
         }
     };
 }
@@ -97,22 +97,13 @@ fn flush(t: &Tally) {
     let bytes = BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes;
     let count = COUNT.fetch_add(count, Ordering::Relaxed) + count;
     // Always folded, so the packed tally cannot overflow; only the sample is held back.
-    if !t.sampling.get() && session::enabled(1) {
-        t.sampling.set(true);
-        BYTES_TRACK.set(bytes as f64);
-        COUNT_TRACK.set(count as f64);
-        t.sampling.set(false);
+    if gate::is_open(USER_LEVEL) && !reentry::samples_held() {
+        // Writing the sample may allocate a chunk, which must not sample again.
+        reentry::hold_samples(|| {
+            BYTES_TRACK.set(bytes as f64);
+            COUNT_TRACK.set(count as f64);
+        });
     }
-}
-
-/// Runs `f` with this thread's samples held back: for the recording machinery's own
-/// allocations (a new buffer chunk, a thread's registration), whose sample would
-/// re-enter the writer that is allocating.
-pub(crate) fn without_samples<R>(f: impl FnOnce() -> R) -> R {
-    let held = TALLY.try_with(|t| t.sampling.replace(true)).unwrap_or(true);
-    let result = f();
-    let _ = TALLY.try_with(|t| t.sampling.set(held));
-    result
 }
 
 /// Wraps a global allocator (usually [`std::alloc::System`]) to keep host memory

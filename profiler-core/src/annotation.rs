@@ -8,10 +8,13 @@
 use std::marker::PhantomData;
 
 use crate::buffer::{self, EventRef};
-use crate::field::AsValue;
+use crate::field::{AsValue, Value};
+use crate::gate;
+use crate::scope;
+use crate::tags::POLL_OF;
 
-/// Level of prof's own annotations: recorded whenever `host_tracer_level >= 1`.
-pub const USER_LEVEL: u8 = 1;
+/// Level of prof's own annotations (the gate's [`gate::USER_LEVEL`]).
+pub use crate::gate::USER_LEVEL;
 
 /// An open annotation; the event ends when it drops.
 ///
@@ -35,7 +38,7 @@ impl Trace {
     /// while nothing records.
     #[inline]
     pub fn new(name: &'static str) -> Trace {
-        if crate::session::enabled(USER_LEVEL) {
+        if gate::is_open(USER_LEVEL) {
             Trace::begin(name)
         } else {
             Trace::inert()
@@ -47,7 +50,7 @@ impl Trace {
     #[inline(always)]
     pub fn begin(name: &'static str) -> Trace {
         let event = buffer::begin_event(name);
-        let hooked = event.as_ref().is_some_and(crate::tracer::scope_enter);
+        let hooked = event.as_ref().is_some_and(scope::enter);
         Trace {
             event,
             closes: true,
@@ -96,7 +99,7 @@ impl Trace {
     #[inline]
     pub fn set_metadata(&self, key: &'static str, value: impl AsValue) {
         if let Some(event) = &self.event {
-            if crate::session::enabled(USER_LEVEL) {
+            if gate::is_open(USER_LEVEL) {
                 buffer::add_field(event, key, value.as_value());
             }
         }
@@ -111,7 +114,7 @@ impl Trace {
     pub(crate) fn end(mut self) -> Option<u64> {
         let event = self.event.take()?;
         if self.hooked {
-            crate::tracer::scope_exit(&event);
+            scope::exit(&event);
         }
         self.closes.then(|| buffer::end_event(&event))
     }
@@ -119,9 +122,9 @@ impl Trace {
     /// Tags this event as a poll of task `task` (see the collector's `tasks` module):
     /// one field record, whatever the task.
     #[inline]
-    pub(crate) fn mark_poll(&self, task: u64) {
+    pub(crate) fn tag_poll(&self, task: u64) {
         if let Some(event) = &self.event {
-            buffer::add_field(event, crate::collect::POLL_OF, crate::Value::U64(task));
+            buffer::add_field(event, POLL_OF, Value::U64(task));
         }
     }
 }
@@ -131,7 +134,7 @@ impl Drop for Trace {
     fn drop(&mut self) {
         if let (Some(event), true) = (&self.event, self.closes) {
             if self.hooked {
-                crate::tracer::scope_exit(event);
+                scope::exit(event);
             }
             buffer::end_event(event);
         }
@@ -157,7 +160,7 @@ impl Drop for Trace {
 #[macro_export]
 macro_rules! trace {
     ($name:expr $(, $key:ident = $value:expr)* $(,)?) => {{
-        if $crate::session::enabled($crate::annotation::USER_LEVEL) {
+        if $crate::gate::is_open($crate::gate::USER_LEVEL) {
             let __prof_trace = $crate::Trace::begin($name);
             $( __prof_trace.set_metadata(::core::stringify!($key), &$value); )*
             __prof_trace

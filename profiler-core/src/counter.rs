@@ -24,7 +24,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{buffer, clock, session};
+use crate::buffer;
+use crate::clock;
+use crate::gate::{self, USER_LEVEL};
 
 /// A named value recorded each time it changes.
 #[derive(Debug)]
@@ -63,7 +65,7 @@ impl Counter {
     /// Sets the value (recorded only while a session records).
     #[inline]
     pub fn set(&self, value: impl Into<f64>) {
-        if !session::enabled(1) {
+        if !gate::is_open(USER_LEVEL) {
             return;
         }
         let value = value.into();
@@ -74,7 +76,7 @@ impl Counter {
     /// Adds `by` to the value (recorded only while a session records).
     #[inline]
     pub fn increment(&self, by: impl Into<f64>) {
-        if !session::enabled(1) {
+        if !gate::is_open(USER_LEVEL) {
             return;
         }
         let by = by.into();
@@ -94,7 +96,7 @@ impl Counter {
     }
 
     fn sample(&self, value: f64) {
-        buffer::mark(self.name, clock::now(), value.to_bits());
+        buffer::sample(self.name, clock::now(), value.to_bits());
     }
 }
 

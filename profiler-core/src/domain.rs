@@ -29,7 +29,7 @@
 //! ```
 //!
 //! While no session records, `start` and `mark` are one relaxed atomic load (the
-//! session gate) and `stop` one relaxed load of the object's own start time. While
+//! recording gate) and `stop` one relaxed load of the object's own start time. While
 //! recording, `start` stores a timestamp in the object and `stop` writes two records
 //! on the stopping thread: no lock, no allocation. An object holds one start: a
 //! second `start` before `stop` restarts it.
@@ -37,57 +37,11 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::annotation::USER_LEVEL;
-use crate::{buffer, clock, session, Value};
-
-/// Field key tagging an event as a profiling object: its value is the domain id in
-/// the low 32 bits and the [`Kind`] above them.
-pub(crate) const OBJECT_OF: &str = "$object";
-
-/// What a tagged event is, and so where it goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Task = 0,
-    Frame = 1,
-    Event = 2,
-    ThreadMarker = 3,
-    ProcessMarker = 4,
-    GlobalMarker = 5,
-}
-
-impl Kind {
-    pub(crate) fn from_bits(bits: u64) -> Option<Kind> {
-        Some(match bits {
-            0 => Kind::Task,
-            1 => Kind::Frame,
-            2 => Kind::Event,
-            3 => Kind::ThreadMarker,
-            4 => Kind::ProcessMarker,
-            5 => Kind::GlobalMarker,
-            _ => return None,
-        })
-    }
-
-    /// The `object` stat's value.
-    pub(crate) fn object(self) -> &'static str {
-        match self {
-            Kind::Task => "task",
-            Kind::Frame => "frame",
-            Kind::Event => "event",
-            _ => "marker",
-        }
-    }
-
-    /// The `scope` stat's value, for markers.
-    pub(crate) fn scope(self) -> Option<&'static str> {
-        match self {
-            Kind::ThreadMarker => Some("thread"),
-            Kind::ProcessMarker => Some("process"),
-            Kind::GlobalMarker => Some("global"),
-            _ => None,
-        }
-    }
-}
+use crate::buffer;
+use crate::clock;
+use crate::field::Value;
+use crate::gate::{self, USER_LEVEL};
+use crate::tags::{ObjectKind, OBJECT_OF};
 
 /// Names of the domains in use, by id - 1.
 static DOMAINS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
@@ -149,8 +103,8 @@ impl Domain {
 }
 
 /// Records an object's event on this thread, tagged with its domain and kind.
-fn record(domain: &Domain, kind: Kind, name: &'static str, start: u64, end: u64) {
-    let tag = u64::from(domain.id()) | (kind as u64) << 32;
+fn record(domain: &Domain, kind: ObjectKind, name: &'static str, start: u64, end: u64) {
+    let tag = kind.tag(domain.id());
     if let Some(event) = buffer::span_event(name, start, end) {
         buffer::add_field(&event, OBJECT_OF, Value::U64(tag));
     }
@@ -176,13 +130,13 @@ impl Interval {
 
     #[inline]
     fn start(&self) {
-        if session::enabled(USER_LEVEL) {
+        if gate::is_open(USER_LEVEL) {
             self.start.store(clock::now().max(1), Ordering::Relaxed);
         }
     }
 
     #[inline]
-    fn stop(&self, kind: Kind) {
+    fn stop(&self, kind: ObjectKind) {
         // Loaded first so that a stopped object costs one load; the swap makes two
         // concurrent stops record the interval once.
         if self.start.load(Ordering::Relaxed) == 0 {
@@ -227,18 +181,18 @@ interval_object!(
     /// A unit of work in a domain, started and stopped explicitly, possibly on
     /// different threads (MXNet's `profiler.Task`).
     Task,
-    Kind::Task
+    ObjectKind::Task
 );
 interval_object!(
     /// A frame (an iteration, an epoch) in a domain (MXNet's `profiler.Frame`).
     Frame,
-    Kind::Frame
+    ObjectKind::Frame
 );
 interval_object!(
     /// A general interval of no domain, on the `Events` line (MXNet's
     /// `profiler.Event`).
     Event,
-    Kind::Event
+    ObjectKind::Event
 );
 
 impl Task {
@@ -289,11 +243,11 @@ impl Marker {
     /// Records the instant now, if a session records.
     #[inline]
     pub fn mark(&self, scope: MarkerScope) {
-        if session::enabled(USER_LEVEL) {
+        if gate::is_open(USER_LEVEL) {
             let kind = match scope {
-                MarkerScope::Global => Kind::GlobalMarker,
-                MarkerScope::Process => Kind::ProcessMarker,
-                MarkerScope::Thread => Kind::ThreadMarker,
+                MarkerScope::Global => ObjectKind::GlobalMarker,
+                MarkerScope::Process => ObjectKind::ProcessMarker,
+                MarkerScope::Thread => ObjectKind::ThreadMarker,
             };
             let now = clock::now();
             record(self.domain, kind, self.name, now, now);

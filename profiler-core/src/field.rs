@@ -102,15 +102,26 @@ impl AsValue for Value<'_> {
     }
 }
 
-impl AsValue for crate::buffer::OwnedValue {
+/// A field value read back from a buffer by the collector: [`Value`] with the string
+/// copied out.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum OwnedValue {
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl AsValue for OwnedValue {
     #[inline]
     fn as_value(&self) -> Value<'_> {
         match self {
-            crate::buffer::OwnedValue::I64(v) => Value::I64(*v),
-            crate::buffer::OwnedValue::U64(v) => Value::U64(*v),
-            crate::buffer::OwnedValue::F64(v) => Value::F64(*v),
-            crate::buffer::OwnedValue::Bool(v) => Value::Bool(*v),
-            crate::buffer::OwnedValue::Str(s) => Value::Str(s),
+            OwnedValue::I64(v) => Value::I64(*v),
+            OwnedValue::U64(v) => Value::U64(*v),
+            OwnedValue::F64(v) => Value::F64(*v),
+            OwnedValue::Bool(v) => Value::Bool(*v),
+            OwnedValue::Str(s) => Value::Str(s),
         }
     }
 }

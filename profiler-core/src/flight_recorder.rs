@@ -101,7 +101,8 @@ impl FlightRecorder {
 /// [`ErrorKind::InvalidArgument`] for invalid options or settings,
 /// [`ErrorKind::AlreadyExists`] when a session is running.
 pub fn start(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
-    session::start_with(options, None, Some(recorder))
+    recorder.validate()?;
+    session::start_with(options, None, recorder.events_per_thread, recorder.window)
 }
 
 /// What the rings hold now, as a profile; recording goes on.

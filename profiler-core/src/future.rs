@@ -8,7 +8,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::annotation::{Trace, USER_LEVEL};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::annotation::Trace;
+use crate::gate::{self, USER_LEVEL};
+use crate::tags::PROF_TASK;
 
 pin_project_lite::pin_project! {
     /// A future whose every poll is recorded as an event named `name`.
@@ -44,14 +48,14 @@ impl<F: Future> Future for Instrumented<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        if !crate::session::enabled(USER_LEVEL) {
+        if !gate::is_open(USER_LEVEL) {
             return this.inner.poll(cx);
         }
         let trace = Trace::begin(this.name);
         if *this.task == 0 {
-            *this.task = crate::collect::next_task_id();
+            *this.task = next_task_id();
         }
-        trace.mark_poll(*this.task);
+        trace.tag_poll(*this.task);
         let outer = CURRENT_POLL.with(|c| c.replace(&trace));
         // Restores the outer poll even if the inner future panics.
         struct Restore(*const Trace);
@@ -63,6 +67,12 @@ impl<F: Future> Future for Instrumented<F> {
         let _restore = Restore(outer);
         this.inner.poll(cx)
     }
+}
+
+/// A new id for a future instrumented by prof.
+fn next_task_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed) | PROF_TASK
 }
 
 /// Runs `f` on the event of the poll now running on this thread, if it is recorded.

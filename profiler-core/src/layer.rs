@@ -44,13 +44,14 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::annotation::Trace;
-use crate::buffer::OwnedValue;
-use crate::session::enabled;
+use crate::buffer;
+use crate::clock;
+use crate::field::OwnedValue;
+use crate::gate;
+use crate::tags::{CLOSED, PROF_TASK};
 
-/// Host tracer level at which `tracing` spans are recorded.
-pub const SPAN_LEVEL: u8 = 2;
-/// Host tracer level at which `tracing` events are recorded too.
-pub const VERBOSE_LEVEL: u8 = 3;
+/// Host tracer levels at which `tracing` spans, and also `tracing` events, are recorded.
+pub use crate::gate::{SPAN_LEVEL, VERBOSE_LEVEL};
 
 /// A `tracing_subscriber::Layer` that records spans (and, verbose, events) into the
 /// running prof session.
@@ -121,7 +122,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if !enabled(SPAN_LEVEL) || attrs.fields().is_empty() {
+        if !gate::is_open(SPAN_LEVEL) || attrs.fields().is_empty() {
             return;
         }
         let mut fields = SpanFields::default();
@@ -132,7 +133,7 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if !enabled(SPAN_LEVEL) {
+        if !gate::is_open(SPAN_LEVEL) {
             return;
         }
         let mut recorded = SpanFields::default();
@@ -160,7 +161,7 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        if !enabled(SPAN_LEVEL) {
+        if !gate::is_open(SPAN_LEVEL) {
             return;
         }
         let Some(span) = ctx.span(id) else { return };
@@ -169,7 +170,7 @@ where
         // Every entry is tagged with its span: the collector turns a span entered more
         // than once (a span held across `.await`) into a task. Registry ids never use
         // the top bit, which marks prof's own futures.
-        trace.mark_poll(id.into_u64() & !crate::collect::PROF_TASK);
+        trace.tag_poll(id.into_u64() & !PROF_TASK);
         // Spans can only hold fields their callsite declares: skip the extensions lock
         // for the many that declare none.
         if !metadata.fields().is_empty() {
@@ -202,18 +203,19 @@ where
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
-        if enabled(SPAN_LEVEL) {
+        if gate::is_open(SPAN_LEVEL) {
             let id = id.into_u64();
             let at = match LAST_EXIT.try_with(Cell::get) {
                 Ok((last, at)) if last == id => at,
-                _ => crate::clock::now(),
+                _ => clock::now(),
             };
-            crate::collect::span_closed(id & !crate::collect::PROF_TASK, at);
+            // Later entries of the same id belong to another span.
+            buffer::sample(CLOSED, at, id & !PROF_TASK);
         }
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !enabled(VERBOSE_LEVEL) {
+        if !gate::is_open(VERBOSE_LEVEL) {
             return;
         }
         let trace = Trace::instant(event.metadata().name());

@@ -18,7 +18,7 @@
 //!
 //! # Cost
 //!
-//! While no session records, an annotation is one relaxed atomic load ([`session::HOST_LEVEL`])
+//! While no session records, an annotation is one relaxed atomic load ([`gate::HOST_LEVEL`])
 //! and a branch: its field expressions are not evaluated. While recording, an annotation
 //! writes one 32-byte record into a buffer owned by its thread (plus one per field), takes
 //! no lock and allocates nothing once the thread's buffer is warm. Timestamps are raw CPU
@@ -45,27 +45,40 @@
 //! # Ok::<(), profiler_core::Error>(())
 //! ```
 
-pub mod alloc;
-pub mod annotation;
-mod buffer;
+// Modules in reading order, bottom up; each imports only from those before it (the
+// test in tests/layers.rs holds the crate to that).
+//
+// 1. ground: what the hot path reads and every consumer shares.
 pub mod clock;
-mod collect;
-pub mod counter;
-pub mod domain;
 pub mod error;
 pub mod field;
-pub mod flight_recorder;
+pub mod gate;
+pub mod options;
+pub mod profile;
+mod reentry;
+pub mod schema;
+mod tags;
+pub mod xspace;
+// 2. the per-thread record buffers.
+mod buffer;
+// 3. the scope hook device tracers use, called from every recorded annotation.
+mod scope;
+// 4. front ends: what applications call to record.
+pub mod alloc;
+pub mod annotation;
+pub mod counter;
+pub mod domain;
 pub mod future;
 #[cfg(feature = "tracing")]
 pub mod layer;
-pub mod options;
-pub mod profile;
-pub mod schedule;
-pub mod schema;
+// 5. collection: buffers to an XSpace.
+mod collect;
+// 6. session control, and the tracers it starts and stops.
 pub mod session;
-pub mod summary;
 pub mod tracer;
-pub mod xspace;
+// 7. sessions of particular shapes.
+pub mod flight_recorder;
+pub mod schedule;
 
 pub use alloc::TrackingAllocator;
 pub use annotation::Trace;

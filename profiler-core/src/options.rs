@@ -319,31 +319,43 @@ pub struct ConfigKey {
     pub kind: ConfigKind,
     /// What it does.
     pub doc: &'static str,
+    /// Read by a device tracer: in a session where none runs, the key has no effect
+    /// and the profile says so.
+    pub device: bool,
+}
+
+/// Whether `key` is read by a device tracer (see [`ConfigKey::device`]).
+pub(crate) fn is_device_key(key: &str) -> bool {
+    CONFIG_KEYS.iter().any(|k| k.name == key && k.device)
 }
 
 /// Every accepted `advanced_configuration` key. The GPU keys are named as JAX and TSL
-/// name them; they are read by the CUPTI device tracer and ignored, with a warning in
+/// name them; they are read by a device tracer (CUPTI's) and ignored, with a warning in
 /// the profile, where none runs.
 pub const CONFIG_KEYS: &[ConfigKey] = &[
     ConfigKey {
         name: "gpu_max_activity_api_events",
         kind: ConfigKind::Limit,
         doc: "cap on CUPTI activity records (kernels, copies, memsets) kept per session; default 2097152",
+        device: true,
     },
     ConfigKey {
         name: "gpu_max_callback_api_events",
         kind: ConfigKind::Limit,
         doc: "cap on CUDA driver/runtime API calls kept per session; default 2097152",
+        device: true,
     },
     ConfigKey {
         name: "gpu_max_annotation_strings",
         kind: ConfigKind::Limit,
         doc: "cap on distinct host annotation names attached to GPU activity per session; default 1048576",
+        device: true,
     },
     ConfigKey {
         name: "gpu_enable_nvtx_tracking",
         kind: ConfigKind::Bool,
         doc: "NVTX ranges: accepted for JAX's option set, not recorded yet (the profile says so)",
+        device: true,
     },
 ];
 

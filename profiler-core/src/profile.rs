@@ -107,21 +107,18 @@ impl Profile {
         let Some(plane) = self.space.plane(schema::HOST_PLANE) else {
             return Vec::new();
         };
-        let (Some(root), Some(step)) = (
+        let (root, step) = (
             plane.stat_id(schema::IS_ROOT),
             plane.stat_id(schema::STEP_NUM),
-        ) else {
-            return Vec::new();
-        };
+        );
         let mut steps = Vec::new();
         for event in plane.lines.iter().flat_map(|l| &l.events) {
-            let is_root = event.stats.iter().any(|s| s.metadata_id == root);
-            let num = event.stats.iter().find(|s| s.metadata_id == step);
-            if let (true, Some(XStatValue::Int64(n))) =
-                (is_root, num.and_then(|s| s.value.as_ref()))
-            {
-                if !steps.contains(n) {
-                    steps.push(*n);
+            if event.stat(root).is_none() {
+                continue;
+            }
+            if let Some(n) = event.stat(step).and_then(XStatValue::as_i64) {
+                if !steps.contains(&n) {
+                    steps.push(n);
                 }
             }
         }

@@ -1,11 +1,12 @@
 //! Sessions: one at a time per process, started and stopped as in `tf.profiler` and
 //! `jax.profiler`.
 //!
-//! The gate every annotation checks is [`HOST_LEVEL`]: 0 while nothing records, the
-//! session's `host_tracer_level` while one does. Start and stop are cold paths and
-//! serialise on one mutex; recording never touches it.
+//! Session control is the only part of prof that opens and closes the recording gate
+//! ([`crate::gate`]): open at the session's `host_tracer_level` while it records,
+//! closed otherwise. Start and stop are cold paths and serialise on one mutex;
+//! recording never touches it.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -14,21 +15,14 @@ use crate::buffer;
 use crate::clock::Anchor;
 use crate::collect::collect;
 use crate::error::{Error, ErrorKind, Result};
-use crate::flight_recorder::FlightRecorder;
+use crate::gate;
 use crate::options::ProfileOptions;
 use crate::profile::Profile;
+use crate::tracer;
 
-/// The recording gate: the current session's host tracer level, or 0.
-///
-/// Every annotation reads it once with `Relaxed` ordering; that load is the whole cost
-/// of an annotation while no session runs.
-pub static HOST_LEVEL: AtomicU8 = AtomicU8::new(0);
-
-/// Whether an annotation of `level` (1 user, 2 default, 3 verbose) is recorded now.
-#[inline(always)]
-pub fn enabled(level: u8) -> bool {
-    level <= HOST_LEVEL.load(Ordering::Relaxed)
-}
+/// The recording gate, under the names it had before it moved to [`crate::gate`].
+#[doc(hidden)]
+pub use crate::gate::{is_open as enabled, HOST_LEVEL};
 
 /// What a session does with its profile once collected: the facade writes the logdir.
 /// It runs on the thread that stops the session (or on the timer thread at the end of
@@ -50,7 +44,7 @@ struct Running {
     generation: u64,
     /// The buffer generation holding its records: `generation`, or a later one after
     /// [`discard_recorded`].
-    records: u64,
+    buffer_generation: u64,
     /// Slots of each thread's ring in a flight-recorder session; 0 otherwise.
     ring: u64,
     /// How far back a flight recorder's snapshot reaches.
@@ -94,20 +88,19 @@ pub fn is_running() -> bool {
 /// [`ErrorKind::InvalidArgument`] for invalid options, [`ErrorKind::AlreadyExists`]
 /// when a session is already running.
 pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> {
-    start_with(options, finisher, None)
+    start_with(options, finisher, 0, None)
 }
 
-/// Starts a session; with `recorder`, one whose threads write in rings (the flight
-/// recorder).
+/// Starts a session; with `ring` > 0, one whose threads write in rings of that many
+/// records, read back no further than `window` (the flight recorder, which validated
+/// both).
 pub(crate) fn start_with(
     options: ProfileOptions,
     finisher: Option<Finisher>,
-    recorder: Option<FlightRecorder>,
+    ring: u64,
+    window: Option<Duration>,
 ) -> Result<()> {
     options.validate()?;
-    if let Some(recorder) = &recorder {
-        recorder.validate()?;
-    }
     let mut state = state();
     if let State::Running(running) = &*state {
         return Err(Error::new(
@@ -119,7 +112,6 @@ pub(crate) fn start_with(
         ));
     }
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    let ring = recorder.as_ref().map_or(0, |r| r.events_per_thread);
     buffer::begin_session(generation, options.max_events, ring);
     let delay = Duration::from_millis(options.delay_ms);
     let duration = Duration::from_millis(options.duration_ms);
@@ -131,9 +123,9 @@ pub(crate) fn start_with(
     let start = delay.is_zero().then(|| open_gate(&options, false));
     *state = State::Running(Running {
         generation,
-        records: generation,
+        buffer_generation: generation,
         ring,
-        window: recorder.and_then(|r| r.window),
+        window,
         options,
         start,
         paused_at: None,
@@ -173,7 +165,7 @@ pub fn pause() -> Result<()> {
     let mut state = state();
     let running = running(&mut state, "call start before pause")?;
     if running.paused_at.is_none() {
-        HOST_LEVEL.store(0, Ordering::Release);
+        gate::close();
         running.paused_at = Some(crate::clock::now());
     }
     Ok(())
@@ -191,7 +183,7 @@ pub fn resume() -> Result<()> {
         running.pauses.push((paused_at, crate::clock::now()));
         // Still waiting for `delay_ms`: the timer opens the gate.
         if running.start.is_some() {
-            HOST_LEVEL.store(running.options.host_tracer_level as u8, Ordering::Release);
+            gate::open(running.options.host_tracer_level as u8);
         }
     }
     Ok(())
@@ -206,9 +198,9 @@ pub fn resume() -> Result<()> {
 pub fn discard_recorded() -> Result<()> {
     let mut state = state();
     let running = running(&mut state, "nothing to discard")?;
-    let records = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    buffer::begin_session(records, running.options.max_events, running.ring);
-    running.records = records;
+    let buffer_generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+    buffer::begin_session(buffer_generation, running.options.max_events, running.ring);
+    running.buffer_generation = buffer_generation;
     running.pauses.clear();
     let now = Anchor::now();
     if running.paused_at.is_some() {
@@ -227,50 +219,31 @@ pub fn is_paused() -> bool {
 
 /// Starts the tracers and the clock; opens the gate unless the session is paused.
 fn open_gate(options: &ProfileOptions, paused: bool) -> Anchor {
-    crate::tracer::start_all(options);
+    tracer::start_all(options);
     let anchor = Anchor::now();
     if !paused {
-        HOST_LEVEL.store(options.host_tracer_level as u8, Ordering::Release);
+        gate::open(options.host_tracer_level as u8);
     }
     anchor
 }
 
 fn finish(mut running: Running) -> Result<Profile> {
-    HOST_LEVEL.store(0, Ordering::Release);
+    gate::close();
     let stop = Anchor::now();
-    let tracers = crate::tracer::stop_all();
+    let tracers = tracer::stop_all();
     let start = running.start.unwrap_or(stop);
     if let Some(paused_at) = running.paused_at.take() {
         running.pauses.push((paused_at, stop.ticks));
     }
     let mut space = collect(
-        running.records,
+        running.buffer_generation,
         &start,
         &stop,
         running.options.host_tracer_level as u8,
         &running.pauses,
         since(&running, &stop),
     );
-    crate::tracer::collect_all(tracers, &mut space, &start, &stop);
-    let ignored: Vec<_> = running
-        .options
-        .advanced_configuration
-        .keys()
-        // Keys were validated at start; the GPU ones are those only a device tracer reads.
-        .filter(|k| k.starts_with("gpu_"))
-        .cloned()
-        .collect();
-    if !ignored.is_empty()
-        && !space
-            .planes
-            .iter()
-            .any(|p| p.name.starts_with("/device:GPU:"))
-    {
-        space.warnings.push(format!(
-            "prof: advanced_configuration {} had no effect: no GPU tracer ran in this session",
-            ignored.join(", ")
-        ));
-    }
+    tracer::collect_all(tracers, &mut space, &start, &stop);
     let profile = Profile::new(space);
     match running.finisher.take() {
         Some(finisher) => finisher(profile),
@@ -322,7 +295,7 @@ pub(crate) fn snapshot() -> Result<Profile> {
         pauses.push((paused_at, now.ticks));
     }
     let space = collect(
-        running.records,
+        running.buffer_generation,
         &start,
         &now,
         running.options.host_tracer_level as u8,

@@ -8,22 +8,18 @@
 //! on host lines, warnings). Factories are registered once per process with
 //! [`register`], usually by the `prof` facade.
 //!
-//! # Scope hook
-//!
-//! A device tracer may want to know which host annotation was open when work was
-//! launched (CUPTI calls this external correlation). [`set_scope_hook`] installs an
-//! enter/exit pair that every recorded annotation calls with its [`ScopeId`]. The cost
-//! while no hook is installed is one relaxed load, and only on the already-taken
-//! recording branch: annotations that are not recorded never reach it.
+//! The scope hook a device tracer uses to link its work to the annotation that launched
+//! it ([`set_scope_hook`]) lives below the buffer, which every annotation calls it from;
+//! it is re-exported here.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::buffer::{self, EventRef};
 use crate::clock::Anchor;
 use crate::options::ProfileOptions;
 use crate::xspace::XSpace;
+
+pub use crate::scope::{set_scope_hook, ScopeHook, ScopeId};
 
 /// A source of profile data other than the host annotations, living for one session.
 pub trait Tracer: Send {
@@ -69,6 +65,10 @@ pub fn register(factory: TracerFactory) {
 }
 
 /// Makes and starts the tracers of a session whose recording begins now.
+///
+/// When no tracer starts, the device tracers' `advanced_configuration` keys the
+/// session was given had no effect: the profile says so rather than leave the user to
+/// wonder why a cap did nothing.
 pub(crate) fn start_all(options: &ProfileOptions) {
     // The tracer clock's origin must precede the session's start anchor.
     clock_ns();
@@ -89,6 +89,18 @@ pub(crate) fn start_all(options: &ProfileOptions) {
                 warnings.push(why);
             }
         }
+    }
+    let device_keys: Vec<&str> = options
+        .advanced_configuration
+        .keys()
+        .map(String::as_str)
+        .filter(|k| crate::options::is_device_key(k))
+        .collect();
+    if active.is_empty() && !device_keys.is_empty() {
+        warnings.push(format!(
+            "prof: advanced_configuration {} had no effect: no device tracer ran in this session",
+            device_keys.join(", ")
+        ));
     }
 }
 
@@ -161,113 +173,9 @@ impl SessionClock {
     }
 }
 
-/// The recorded annotation a scope hook is told about.
-///
-/// `line` is the id of the thread's line on the `/host:CPU` plane and `seq` the
-/// record's position in that thread's buffer for this session: together they are
-/// unique per recorded annotation, and `line` says on which host line to look for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScopeId {
-    /// Host line id of the thread that opened the annotation.
-    pub line: u32,
-    /// Sequence number of the annotation's record in the thread's buffer.
-    pub seq: u64,
-}
-
-impl ScopeId {
-    const SEQ_BITS: u32 = 32;
-
-    /// Packs the id into 64 bits (line in the high half, the low 32 bits of `seq` in the
-    /// low half), as CUPTI's external correlation ids are.
-    pub fn to_u64(self) -> u64 {
-        u64::from(self.line) << Self::SEQ_BITS | (self.seq & u64::from(u32::MAX))
-    }
-
-    /// The inverse of [`ScopeId::to_u64`] (`seq` keeps its low 32 bits).
-    pub fn from_u64(id: u64) -> ScopeId {
-        ScopeId {
-            line: (id >> Self::SEQ_BITS) as u32,
-            seq: id & u64::from(u32::MAX),
-        }
-    }
-}
-
-/// Called when a recorded annotation opens and closes on the current thread.
-///
-/// `exit` is called for every `enter`, on the same thread, in nesting order, even when
-/// the session stopped meanwhile (so a hook keeping a per-thread stack stays balanced).
-#[derive(Debug)]
-pub struct ScopeHook {
-    /// The annotation opened.
-    pub enter: fn(ScopeId),
-    /// The annotation closed.
-    pub exit: fn(ScopeId),
-}
-
-static HOOK: AtomicPtr<ScopeHook> = AtomicPtr::new(std::ptr::null_mut());
-
-/// Installs `hook` (or removes it with `None`) for every thread.
-pub fn set_scope_hook(hook: Option<&'static ScopeHook>) {
-    let ptr = hook.map_or(std::ptr::null_mut(), |h| std::ptr::from_ref(h).cast_mut());
-    HOOK.store(ptr, Ordering::Release);
-}
-
-#[inline(always)]
-fn hook() -> Option<&'static ScopeHook> {
-    let ptr = HOOK.load(Ordering::Relaxed);
-    if ptr.is_null() {
-        return None;
-    }
-    // Acquire pairs with the store in `set_scope_hook`; only reached with a hook on.
-    std::sync::atomic::fence(Ordering::Acquire);
-    #[allow(unsafe_code)]
-    // SAFETY: the pointer was made from a `&'static ScopeHook` in `set_scope_hook`.
-    Some(unsafe { &*ptr })
-}
-
-/// Tells the hook, if any, that the annotation recorded as `event` opened. Returns
-/// whether it was told, so that the annotation reports its close exactly when it
-/// reported its open.
-///
-/// Only the null check is inlined into every recorded annotation; telling the hook
-/// is out of line, so the annotation's inlined code stays small enough that what
-/// follows it (`set_metadata`) is inlined too.
-#[inline(always)]
-pub(crate) fn scope_enter(event: &EventRef) -> bool {
-    !HOOK.load(Ordering::Relaxed).is_null() && tell_enter(event)
-}
-
-#[cold]
-#[inline(never)]
-fn tell_enter(event: &EventRef) -> bool {
-    match hook() {
-        Some(h) => {
-            (h.enter)(buffer::scope_id(event));
-            true
-        }
-        None => false,
-    }
-}
-
-/// Tells the hook installed now, if any, that the annotation recorded as `event`
-/// closed.
-#[inline]
-pub(crate) fn scope_exit(event: &EventRef) {
-    if let Some(h) = hook() {
-        (h.exit)(buffer::scope_id(event));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scope_ids_round_trip_through_64_bits() {
-        let id = ScopeId { line: 7, seq: 42 };
-        assert_eq!(ScopeId::from_u64(id.to_u64()), id);
-        assert_eq!(id.to_u64(), 7 << 32 | 42);
-    }
 
     #[test]
     fn session_clock_converts_tracer_time_to_session_time() {

@@ -1,11 +1,11 @@
-//! The tracking allocator against known allocations, and its counter tracks.
+//! The tracking allocator against known allocations, and its counter tracks (the
+//! per-step peaks the summary reads from them are tested in profiler-export).
 
 mod support;
 
 use std::alloc::System;
 
 use profiler_core::alloc::FLUSH_BYTES;
-use profiler_core::summary::{GroupBy, SummaryOptions};
 use profiler_core::{schema, session, trace, ProfileOptions, TrackingAllocator};
 
 #[global_allocator]
@@ -55,16 +55,4 @@ fn counts_match_known_allocations_and_become_counter_tracks() {
         !profile.counter_samples(schema::HOST_ALLOCATIONS).is_empty(),
         "allocation counts are sampled too"
     );
-
-    let summary = profile.summary(&SummaryOptions::default().group_by(GroupBy::Step));
-    let peaks: Vec<f64> = summary
-        .steps()
-        .iter()
-        .map(|s| s.peak_host_bytes.expect("peak") - base)
-        .collect();
-    assert_eq!(peaks.len(), 3);
-    for (peak, want) in peaks.iter().zip([1 << 20, 8 << 20, 1 << 20]) {
-        assert!((peak - want as f64).abs() < slack, "{peaks:?}");
-    }
-    assert!(summary.table().contains("Peak host memory"));
 }

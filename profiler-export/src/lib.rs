@@ -7,6 +7,8 @@
 //!   in ui.perfetto.dev as `jax.profiler`'s Perfetto link does;
 //! - [`chrome`]: Chrome's JSON trace event format (`.trace.json[.gz]`);
 //! - `otlp` (feature `otlp`): spans to any OpenTelemetry collector;
+//! - [`summary`]: per-name aggregate tables (count, total, self time, share of the
+//!   step), as text, JSON or CSV;
 //! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
 //!   other formats;
 //! - [`ProfileExport`]: all of it as methods of a [`Profile`].
@@ -32,6 +34,7 @@ pub mod logdir;
 pub mod otlp;
 pub mod perfetto;
 mod profile;
+pub mod summary;
 pub mod timeline;
 pub mod xplane;
 

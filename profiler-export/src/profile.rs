@@ -1,4 +1,5 @@
-//! [`ProfileExport`]: the exporters as methods of a finished [`Profile`].
+//! [`ProfileExport`]: the exporters and summary tables as methods of a finished
+//! [`Profile`].
 
 use std::path::{Path, PathBuf};
 
@@ -6,10 +7,11 @@ use profiler_core::{Error, ErrorKind, Profile, Result};
 
 use crate::formats::{self, ExportFormat};
 use crate::link::{self, LinkOptions, LinkOutcome};
+use crate::summary::{Summary, SummaryOptions};
 use crate::timeline::Totals;
 use crate::{chrome, perfetto};
 
-/// Writes a [`Profile`] in the formats other tools read.
+/// Writes a [`Profile`] in the formats other tools read, or sums it up in a table.
 ///
 /// ```
 /// use profiler_export::ProfileExport;
@@ -55,9 +57,17 @@ pub trait ProfileExport {
     /// # Errors
     /// As [`link::serve_perfetto_link`], and the error of writing the trace.
     fn serve_perfetto_link(&self, options: &LinkOptions) -> Result<LinkOutcome>;
+
+    /// Per-name aggregates: count, total, self, min, max, mean and share of the step;
+    /// see [`Summary`].
+    fn summary(&self, options: &SummaryOptions) -> Summary;
 }
 
 impl ProfileExport for Profile {
+    fn summary(&self, options: &SummaryOptions) -> Summary {
+        Summary::of(self, options)
+    }
+
     fn write_perfetto(&self, path: impl AsRef<Path>) -> Result<Totals> {
         perfetto::write(self.xspace(), path.as_ref())
     }

@@ -7,10 +7,10 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use profiler_core::summary::SummaryOptions;
 use profiler_core::{ConfigValue, ExportFormat, Profile};
 use profiler_export::link::{LinkOptions, LinkOutcome};
 use profiler_export::otlp::{OtlpOptions, Protocol};
+use profiler_export::summary::SummaryOptions;
 use profiler_export::{ProfileExport, RunDir};
 
 use crate::client::{self, CaptureError, CaptureRequest, Captured};

@@ -2,10 +2,11 @@
 
 #![allow(unsafe_code)]
 
-use super::{
-    Chunk, OwnedValue, Record, Slot, CHUNK_SLOTS, KIND_EVENT, KIND_FIELD, KIND_MARK, TAG_BOOL,
-    TAG_F64, TAG_I64, TAG_U64,
+use super::layout::{
+    Chunk, Record, Slot, CHUNK_SLOTS, KIND_EVENT, KIND_FIELD, KIND_SAMPLE, TAG_BOOL, TAG_F64,
+    TAG_I64, TAG_U64,
 };
+use crate::field::OwnedValue;
 
 /// Decodes records from `slots`, the first of which has sequence number `seq` and is
 /// the head of a record.
@@ -55,7 +56,7 @@ pub(super) fn decode(
                     value,
                 });
             }
-            KIND_MARK => visit(Record::Mark {
+            KIND_SAMPLE => visit(Record::Sample {
                 // SAFETY: mark slots hold a `&'static str` split by `Writer::push_mark`.
                 name: unsafe { static_str(words[0], words[1] >> 8) },
                 at: words[2],

@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use super::{Chunk, ThreadBuffer, CHUNK_SLOTS};
+use super::layout::{Chunk, ThreadBuffer, CHUNK_SLOTS};
 
 /// Copies what the ring holds among the first `published` records: the sequence
 /// number of the first record head, and the slots from it on.
@@ -67,7 +67,7 @@ pub(super) fn copy(buffer: &ThreadBuffer, published: u64, ring: u64) -> (u64, Ve
 #[cfg(test)]
 mod tests {
     use super::super::decode::decode;
-    use super::super::{Record, Slot, KIND_EVENT, KIND_FIELD, TAG_STR};
+    use super::super::layout::{Record, Slot, KIND_EVENT, KIND_FIELD, TAG_STR};
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicU64};
 

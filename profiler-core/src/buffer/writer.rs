@@ -1,5 +1,5 @@
 //! The writing half of a thread's buffer: the hot path every annotation, field and
-//! mark takes, lock-free and allocation-free once the thread's chunks exist.
+//! sample takes, lock-free and allocation-free once the thread's chunks exist.
 
 #![allow(unsafe_code)]
 
@@ -7,12 +7,13 @@ use std::cell::{Cell, OnceCell};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{
-    registry, Chunk, Slot, ThreadBuffer, BUDGET, CHUNK_SLOTS, CLAIM, GENERATION, KIND_EVENT,
-    KIND_FIELD, KIND_MARK, MAX_STR_BYTES, NEXT_LINE_ID, RING, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR,
-    TAG_U64,
+use super::layout::{
+    Chunk, Slot, ThreadBuffer, CHUNK_SLOTS, CLAIM, KIND_EVENT, KIND_FIELD, KIND_SAMPLE,
+    MAX_STR_BYTES, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
 };
+use super::registry::{registry, BUDGET, GENERATION, NEXT_LINE_ID, RING};
 use crate::field::Value;
+use crate::reentry;
 
 /// The writing half of a thread's buffer, in a thread-local.
 ///
@@ -98,7 +99,7 @@ impl Writer {
 
     #[cold]
     fn register(&self) -> bool {
-        let registered = crate::alloc::without_samples(|| {
+        let registered = reentry::hold_samples(|| {
             REGISTRATION.try_with(|r| {
                 let buffer = r.0.get_or_init(|| {
                     let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
@@ -230,9 +231,7 @@ impl Writer {
         }
         // SAFETY: as in `next_slot`.
         let chunk = unsafe { &*self.chunk.get() };
-        let next = chunk
-            .next
-            .get_or_init(|| crate::alloc::without_samples(Chunk::new));
+        let next = chunk.next.get_or_init(|| reentry::hold_samples(Chunk::new));
         self.chunk.set(&**next);
         self.chunk_index.set(index);
         self.pos.set(0);
@@ -289,7 +288,7 @@ impl Writer {
         }
     }
 
-    /// Writes one single-slot record (an event or a mark) whose words `words` makes
+    /// Writes one single-slot record (an event or a sample) whose words `words` makes
     /// once the slot is taken; returns the slot and its record number, or `None` when
     /// the budget is spent (counted as a dropped event).
     #[inline(always)]
@@ -340,11 +339,11 @@ impl Writer {
         })
     }
 
-    fn push_mark(&self, name: &'static str, at: u64, value: u64) {
+    fn push_sample(&self, name: &'static str, at: u64, value: u64) {
         self.push_single(|| {
             [
                 name.as_ptr() as u64,
-                (name.len() as u64) << 8 | KIND_MARK,
+                (name.len() as u64) << 8 | KIND_SAMPLE,
                 at,
                 value,
             ]
@@ -425,10 +424,10 @@ pub(crate) fn span_event(name: &'static str, start: u64, end: u64) -> Option<Eve
     WRITER.with(|w| w.push_event(name, false, Some((start, end))))
 }
 
-/// Records mark `name` with `value` at clock ticks `at` on this thread: a span's close
-/// or a counter's sample.
-pub(crate) fn mark(name: &'static str, at: u64, value: u64) {
-    WRITER.with(|w| w.push_mark(name, at, value));
+/// Records sample `name` with `value` at clock ticks `at` on this thread: a counter's
+/// value, or a span's close.
+pub(crate) fn sample(name: &'static str, at: u64, value: u64) {
+    WRITER.with(|w| w.push_sample(name, at, value));
 }
 
 /// Closes an event opened by [`begin_event`] on this thread.
@@ -452,15 +451,13 @@ pub(crate) fn end_event(event: &EventRef) -> u64 {
     end
 }
 
-/// The scope id of an event opened on this thread, for the tracer scope hook.
-pub(crate) fn scope_id(event: &EventRef) -> crate::tracer::ScopeId {
+/// Where an event opened on this thread was recorded: its thread's host line id (0
+/// once the thread's buffer is gone) and its sequence number in that buffer.
+pub(crate) fn scope_of(event: &EventRef) -> (u32, u64) {
     let line = WRITER
         .try_with(|w| w.buffer().map_or(0, |b| b.line_id))
         .unwrap_or(0);
-    crate::tracer::ScopeId {
-        line,
-        seq: event.seq,
-    }
+    (line, event.seq)
 }
 
 /// Adds a field to an event opened by [`begin_event`] on this thread.

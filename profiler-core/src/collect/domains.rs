@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{add_stat, build_line, LineBuilder};
-use crate::domain::{domain_name, Kind};
+use super::line::{add_stat, build_line, LineBuilder};
+use crate::domain::domain_name;
 use crate::schema;
+use crate::tags::ObjectKind;
 use crate::xspace::{PlaneBuilder, XEvent, XLine, XStatValue};
 
 /// Takes the object events out of `lines` (thread-scoped markers stay, with their
@@ -22,8 +23,7 @@ pub(super) fn take(
         }
         objects.sort_unstable_by_key(|&(i, _)| i);
         for &(i, tag) in &objects {
-            let domain = tag as u32;
-            let Some(kind) = Kind::from_bits(tag >> 32) else {
+            let Some((kind, domain)) = ObjectKind::from_tag(tag) else {
                 continue;
             };
             let stats = &mut line.events[i].stats;
@@ -36,14 +36,16 @@ pub(super) fn take(
             if let Some(scope) = kind.scope() {
                 add_stat(plane, stats, schema::SCOPE, XStatValue::Str(scope.into()));
             }
-            if kind == Kind::ThreadMarker {
+            if kind == ObjectKind::ThreadMarker {
                 let name = domain_name(domain).unwrap_or("?");
                 add_stat(plane, stats, schema::DOMAIN, XStatValue::Str(name.into()));
             }
         }
         let mut moving = objects
             .iter()
-            .filter(|&&(_, tag)| Kind::from_bits(tag >> 32) != Some(Kind::ThreadMarker))
+            .filter(|&&(_, tag)| {
+                ObjectKind::from_tag(tag).is_none_or(|(kind, _)| kind != ObjectKind::ThreadMarker)
+            })
             .peekable();
         let mut kept = Vec::with_capacity(line.events.len());
         for (i, event) in std::mem::take(&mut line.events).into_iter().enumerate() {
@@ -109,8 +111,8 @@ fn nest(events: Vec<XEvent>) -> Vec<Vec<XEvent>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::line::lane_tests::{event, spans};
     use super::*;
-    use crate::collect::lane_tests::{event, spans};
 
     #[test]
     fn nested_objects_share_a_lane_and_overlapping_ones_do_not() {

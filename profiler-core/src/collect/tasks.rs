@@ -2,11 +2,12 @@
 //!
 //! A `tracing` span held across `.await` is entered once per poll, possibly on several
 //! worker threads; so is a future under `#[prof::instrument]`. Each entry is recorded
-//! as an ordinary event on its thread's line, tagged with a [`POLL_OF`] field naming
-//! its task (the span's id, or the future's id with [`PROF_TASK`] set). The hot path
-//! cannot know whether an entry is the first of many; the collector, which sees every
-//! thread, can. `tracing` reuses the ids of closed spans, so a span's close is marked
-//! too ([`CLOSED`]), and the entries of one id are split at its closes.
+//! as an ordinary event on its thread's line, tagged with a `POLL_OF` field (the tags
+//! are in `crate::tags`) naming its task (the span's id, or the future's id with
+//! `PROF_TASK` set). The hot path cannot know whether an entry is the first of many;
+//! the collector, which sees every thread, can. `tracing` reuses the ids of closed
+//! spans, so a span's close is recorded too (a `CLOSED` sample), and the entries of
+//! one id are split at its closes.
 //!
 //! A span entered more than once is a task when it also closed during the session or
 //! ran on more than one thread. That leaves out the spans candle-transformers keeps in
@@ -29,39 +30,18 @@
 //! once.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::LineBuilder;
+use super::line::LineBuilder;
+use crate::gate::VERBOSE_LEVEL;
 use crate::schema;
+use crate::tags::PROF_TASK;
 use crate::xspace::{PlaneBuilder, XEvent, XEventData, XStat, XStatValue};
 
-/// Key of the field that tags a poll with its task; never exported as a stat. Not an
-/// identifier, so no user field can collide with it.
-pub(crate) const POLL_OF: &str = "$task";
-/// Name of the mark recording that a span closed; its value is the task id.
-pub(crate) const CLOSED: &str = "$closed";
-/// Set in the task id of futures instrumented by prof itself; `tracing` span ids
-/// never have it.
-pub(crate) const PROF_TASK: u64 = 1 << 63;
 /// Level from which the polls of `tracing` tasks are linked by flows.
-const FLOW_LEVEL: u8 = 3;
+const FLOW_LEVEL: u8 = VERBOSE_LEVEL;
 
-pub(crate) use crate::schema::{TASKS_LINE, TASKS_LINE_ID};
 /// XProf context type of the poll-to-poll links: TSL's `ContextType::kGeneric`.
 const CONTEXT_TYPE: i64 = 0;
-
-/// A new id for a future instrumented by prof.
-pub(crate) fn next_task_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed) | PROF_TASK
-}
-
-/// Marks the close of `tracing` span `task` at clock ticks `at`: later entries of the
-/// same id belong to another span.
-#[cfg(feature = "tracing")]
-pub(crate) fn span_closed(task: u64, at: u64) {
-    crate::buffer::mark(CLOSED, at, task);
-}
 
 /// One poll: which line, which event there, and when (session-relative ps).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -273,8 +253,8 @@ fn pack(events: Vec<XEvent>) -> Vec<Vec<XEvent>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::line::lane_tests::{event, spans};
     use super::*;
-    use crate::collect::lane_tests::{event, spans};
 
     fn poll(start: i64) -> Poll {
         Poll {

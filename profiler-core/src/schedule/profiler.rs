@@ -1,7 +1,7 @@
 //! `Profiler`: a session per window of a [`Schedule`], driven by `step()`, as
 //! `torch.profiler.profile(schedule=..., on_trace_ready=...)` is.
 
-use super::{ProfilerAction, Schedule};
+use super::plan::{ProfilerAction, Schedule};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::ProfileOptions;
 use crate::profile::Profile;

@@ -1,16 +1,6 @@
-//! The XSpace data model: the one representation between recording and every output.
-//!
-//! These are the messages of TSL's `tsl/profiler/protobuf/xplane.proto` (package
-//! `tensorflow.profiler`), written by hand with prost so that no `protoc` is needed.
-//! Field numbers follow the public schema; a file encoded from these types is read by
-//! XProf/TensorBoard exactly like one written by TensorFlow or JAX.
-//!
-//! An [`XSpace`] holds [`XPlane`]s (one per host or device); a plane holds [`XLine`]s
-//! (one per thread or stream) of [`XEvent`]s. Event and stat names are interned per
-//! plane in [`XEventMetadata`] / [`XStatMetadata`] maps keyed by id; [`PlaneBuilder`]
-//! does that interning.
+//! The messages of TSL's `xplane.proto`, and the readers every consumer shares.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// A profile of one host: its planes, warnings and errors. Encoded as `<host>.xplane.pb`.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -227,95 +217,41 @@ impl XEvent {
     }
 }
 
-/// Builds an [`XPlane`], interning event and stat names into its metadata maps.
-///
-/// Ids start at 1: XProf treats metadata id 0 as "no metadata" and shows the event
-/// without a name.
-#[derive(Debug)]
-pub struct PlaneBuilder {
-    plane: XPlane,
-    events: HashMap<String, i64>,
-    stats: HashMap<String, i64>,
+impl XLine {
+    /// Where `event`, one of this line's, starts and ends, in picoseconds on the time
+    /// axis of the line's producer (line timestamps are ns, event offsets ps).
+    pub fn event_span_ps(&self, event: &XEvent) -> (i64, i64) {
+        let start = self.timestamp_ns.saturating_mul(1000) + event.offset_ps();
+        (start, start + event.duration_ps)
+    }
 }
 
-impl PlaneBuilder {
-    /// A builder for an empty plane.
-    pub fn new(id: i64, name: impl Into<String>) -> Self {
-        PlaneBuilder {
-            plane: XPlane {
-                id,
-                name: name.into(),
-                ..XPlane::default()
-            },
-            events: HashMap::new(),
-            stats: HashMap::new(),
+impl XEvent {
+    /// The value of this event's stat with metadata id `id` (from
+    /// [`XPlane::stat_id`]); `None` when the stat is absent or unnamed in the plane.
+    pub fn stat(&self, id: Option<i64>) -> Option<&XStatValue> {
+        let id = id?;
+        self.stats
+            .iter()
+            .find(|s| s.metadata_id == id)
+            .and_then(|s| s.value.as_ref())
+    }
+}
+
+impl XStatValue {
+    /// The value as an int64, when it is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            XStatValue::Int64(v) => Some(*v),
+            _ => None,
         }
     }
+}
 
-    /// The metadata id for an event name, interning it on first use.
-    pub fn event_metadata_id(&mut self, name: &str) -> i64 {
-        if let Some(&id) = self.events.get(name) {
-            return id;
-        }
-        let id = self.events.len() as i64 + 1;
-        self.events.insert(name.to_owned(), id);
-        self.plane.event_metadata.insert(
-            id,
-            XEventMetadata {
-                id,
-                name: name.to_owned(),
-                ..XEventMetadata::default()
-            },
-        );
-        id
-    }
-
-    /// The metadata id for a stat name, interning it on first use.
-    pub fn stat_metadata_id(&mut self, name: &str) -> i64 {
-        if let Some(&id) = self.stats.get(name) {
-            return id;
-        }
-        let id = self.stats.len() as i64 + 1;
-        self.stats.insert(name.to_owned(), id);
-        self.plane.stat_metadata.insert(
-            id,
-            XStatMetadata {
-                id,
-                name: name.to_owned(),
-                description: String::new(),
-            },
-        );
-        id
-    }
-
-    /// The metadata id of stat name `name`, if already interned.
-    pub fn find_stat_metadata_id(&self, name: &str) -> Option<i64> {
-        self.stats.get(name).copied()
-    }
-
-    /// A stat named `name` with `value`, its name interned in this plane.
-    pub fn stat(&mut self, name: &str, value: XStatValue) -> XStat {
-        XStat {
-            metadata_id: self.stat_metadata_id(name),
-            value: Some(value),
-        }
-    }
-
-    /// Adds a stat describing the whole plane.
-    pub fn add_plane_stat(&mut self, name: &str, value: XStatValue) {
-        let stat = self.stat(name, value);
-        self.plane.stats.push(stat);
-    }
-
-    /// Adds a finished line.
-    pub fn add_line(&mut self, line: XLine) {
-        self.plane.lines.push(line);
-    }
-
-    /// The finished plane.
-    pub fn build(self) -> XPlane {
-        self.plane
-    }
+/// Nanoseconds as the picoseconds event offsets and durations are written in,
+/// saturating rather than wrapping for times no session reaches.
+pub fn ps(ns: u64) -> i64 {
+    i64::try_from(ns).unwrap_or(i64::MAX).saturating_mul(1000)
 }
 
 /// Sorts events the way XProf requires: offset ascending, then duration descending,
@@ -333,18 +269,6 @@ pub fn sort_events(events: &mut [XEvent]) {
 mod tests {
     use super::*;
     use prost::Message;
-
-    #[test]
-    fn metadata_ids_start_at_one_and_are_interned() {
-        let mut b = PlaneBuilder::new(0, "/host:CPU");
-        assert_eq!(b.event_metadata_id("a"), 1);
-        assert_eq!(b.event_metadata_id("b"), 2);
-        assert_eq!(b.event_metadata_id("a"), 1);
-        assert_eq!(b.stat_metadata_id("step_num"), 1);
-        let plane = b.build();
-        assert_eq!(plane.event_metadata[&2].name, "b");
-        assert_eq!(plane.event_metadata[&2].id, 2);
-    }
 
     #[test]
     fn field_numbers_match_the_public_schema() {

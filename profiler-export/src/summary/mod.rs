@@ -2,7 +2,8 @@
 //! `aggregate_stats` and torch's `key_averages().table()` print them.
 //!
 //! ```
-//! use profiler_core::summary::{SortBy, SummaryOptions};
+//! use profiler_export::summary::{SortBy, SummaryOptions};
+//! use profiler_export::ProfileExport;
 //! use profiler_core::{session, trace, ProfileOptions};
 //!
 //! session::start(ProfileOptions::default(), None)?;
@@ -29,9 +30,9 @@ mod render;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use crate::profile::Profile;
-use crate::schema;
-use crate::xspace::{XLine, XPlane, XStatValue};
+use profiler_core::schema;
+use profiler_core::xspace::{XLine, XPlane};
+use profiler_core::{Error, ErrorKind, Profile, Result};
 
 /// A column to sort a summary by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +55,9 @@ pub enum SortBy {
 }
 
 impl std::str::FromStr for SortBy {
-    type Err = crate::Error;
+    type Err = Error;
 
-    fn from_str(s: &str) -> crate::Result<SortBy> {
+    fn from_str(s: &str) -> Result<SortBy> {
         Ok(match s {
             "name" => SortBy::Name,
             "count" => SortBy::Count,
@@ -66,8 +67,8 @@ impl std::str::FromStr for SortBy {
             "max" => SortBy::Max,
             "mean" => SortBy::Mean,
             other => {
-                return Err(crate::Error::new(
-                    crate::ErrorKind::InvalidArgument,
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
                     format!(
                         "unknown summary column {other:?}; use one of name, count, total, self, min, max, mean"
                     ),
@@ -304,14 +305,6 @@ impl fmt::Display for Summary {
     }
 }
 
-impl Profile {
-    /// Per-name aggregates: count, total, self, min, max, mean and share of the step;
-    /// see [`Summary`].
-    pub fn summary(&self, options: &SummaryOptions) -> Summary {
-        Summary::of(self, options)
-    }
-}
-
 fn compare(a: &SummaryRow, b: &SummaryRow, by: SortBy) -> std::cmp::Ordering {
     match by {
         SortBy::Name => a.name.cmp(&b.name),
@@ -370,19 +363,12 @@ fn flatten_line<'a>(
     out: &mut Vec<Flat<'a>>,
 ) {
     let base = out.len();
-    let origin_ps = line.timestamp_ns.max(0) as u128 * 1000;
     for e in &line.events {
-        let start_ps = origin_ps + e.offset_ps().max(0) as u128;
-        let start = (start_ps / 1000) as u64;
-        let end = ((start_ps + e.duration_ps.max(0) as u128) / 1000) as u64;
-        let is_root = root_id.is_some_and(|r| e.stats.iter().any(|s| s.metadata_id == r));
-        let step = step_id
-            .filter(|_| is_root)
-            .and_then(|id| e.stats.iter().find(|s| s.metadata_id == id))
-            .and_then(|s| match s.value {
-                Some(XStatValue::Int64(n)) => Some(n),
-                _ => None,
-            });
+        let (start_ps, end_ps) = line.event_span_ps(e);
+        let start = (start_ps.max(0) / 1000) as u64;
+        let end = (end_ps.max(start_ps).max(0) / 1000) as u64;
+        let is_root = e.stat(root_id).is_some();
+        let step = e.stat(step_id).filter(|_| is_root).and_then(|v| v.as_i64());
         out.push(Flat {
             name: plane.event_name(e.metadata_id).unwrap_or(""),
             start,

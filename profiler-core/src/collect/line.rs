@@ -1,0 +1,233 @@
+//! One thread's line, built straight from its buffer's records; the task and domain
+//! passes then take the events that belong elsewhere.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::buffer::Record;
+use crate::clock::TickScale;
+use crate::field::OwnedValue;
+use crate::schema;
+use crate::tags::{CLOSED, OBJECT_OF, POLL_OF};
+use crate::xspace::{ps, sort_events, PlaneBuilder, XEvent, XEventData, XLine, XStat, XStatValue};
+
+/// Event names are `&'static str`s: most events share a few pointers, so they are
+/// looked up by address before the plane interns their text.
+#[derive(Default)]
+pub(super) struct NameCache(HashMap<(usize, usize), i64, BuildHasherDefault<AddrHasher>>);
+
+impl NameCache {
+    pub(super) fn id(&mut self, plane: &mut PlaneBuilder, name: &'static str) -> i64 {
+        *self
+            .0
+            .entry((name.as_ptr() as usize, name.len()))
+            .or_insert_with(|| plane.event_metadata_id(name))
+    }
+}
+
+/// Multiply-shift hashing for address keys; SipHash would cost more than the rest of
+/// an event's collection.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Builds one thread's line straight from its records.
+pub(super) struct LineBuilder<'a> {
+    pub(super) scale: &'a TickScale,
+    pub(super) stop_ns: u64,
+    /// Ticks before which ended events and samples are left out.
+    pub(super) since: u64,
+    /// Offsets are session-relative until `build` rebases them on the line start.
+    pub(super) events: Vec<XEvent>,
+    /// Sequence number of each event, ascending: fields find their event by it.
+    pub(super) seqs: Vec<u64>,
+    /// Events that are polls of a task: (index in `events`, task id).
+    pub(super) polls: Vec<(usize, u64)>,
+    /// Spans that closed on this thread: (task id, session-relative ps).
+    pub(super) closes: Vec<(u64, i64)>,
+    /// Counter samples taken on this thread: (session-relative ps, counter, value).
+    pub(super) samples: Vec<(i64, &'static str, f64)>,
+    /// Profiling objects recorded on this thread: (index in `events`, domain tag).
+    pub(super) objects: Vec<(usize, u64)>,
+}
+
+impl<'a> LineBuilder<'a> {
+    pub(super) fn new(scale: &'a TickScale, stop_ns: u64, since: u64) -> Self {
+        LineBuilder {
+            scale,
+            stop_ns,
+            since,
+            events: Vec::new(),
+            seqs: Vec::new(),
+            polls: Vec::new(),
+            closes: Vec::new(),
+            samples: Vec::new(),
+            objects: Vec::new(),
+        }
+    }
+
+    pub(super) fn add(&mut self, record: Record, plane: &mut PlaneBuilder, names: &mut NameCache) {
+        match record {
+            Record::Event {
+                seq,
+                name,
+                start,
+                end,
+            } => {
+                if end != 0 && end < self.since {
+                    return;
+                }
+                let start = self.scale.to_ns(start).min(self.stop_ns);
+                // Still open at stop (or closed after it): it ends with the session.
+                let end = if end == 0 {
+                    self.stop_ns
+                } else {
+                    self.scale.to_ns(end).min(self.stop_ns)
+                };
+                self.seqs.push(seq);
+                self.events.push(XEvent {
+                    metadata_id: names.id(plane, name),
+                    data: Some(XEventData::OffsetPs(ps(start))),
+                    duration_ps: ps(end.max(start) - start),
+                    stats: Vec::new(),
+                });
+            }
+            Record::Sample { name, at, value } => {
+                if at < self.since {
+                    return;
+                }
+                let at = ps(self.scale.to_ns(at).min(self.stop_ns));
+                if name == CLOSED {
+                    self.closes.push((value, at));
+                } else {
+                    self.samples.push((at, name, f64::from_bits(value)));
+                }
+            }
+            Record::Field {
+                event_seq,
+                key,
+                value,
+            } => {
+                let Ok(i) = self.seqs.binary_search(&event_seq) else {
+                    return;
+                };
+                match (key, value) {
+                    (POLL_OF, OwnedValue::U64(task)) => self.polls.push((i, task)),
+                    (OBJECT_OF, OwnedValue::U64(tag)) => self.objects.push((i, tag)),
+                    (key, value) => {
+                        add_stat(plane, &mut self.events[i].stats, key, stat_value(value))
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn build(self, line_id: u32, line_name: &str) -> Option<XLine> {
+        build_line(self.events, line_id, line_name)
+    }
+}
+
+/// A line from events with session-relative offsets: the line starts at its first
+/// event, and offsets become relative to it.
+pub(super) fn build_line(mut events: Vec<XEvent>, line_id: u32, line_name: &str) -> Option<XLine> {
+    let start_ps = events.iter().map(XEvent::offset_ps).min()?;
+    let end_ps = events.iter().map(|e| e.offset_ps() + e.duration_ps).max()?;
+    for e in &mut events {
+        e.data = Some(XEventData::OffsetPs(e.offset_ps() - start_ps));
+    }
+    // Events were recorded in start order, so this stable sort is one linear pass
+    // unless clock ticks tie.
+    sort_events(&mut events);
+    Some(XLine {
+        id: i64::from(line_id),
+        name: line_name.to_owned(),
+        timestamp_ns: start_ps / 1000,
+        duration_ps: end_ps - start_ps,
+        events,
+        ..XLine::default()
+    })
+}
+
+/// Adds or replaces a field's stat: setting a key again replaces its value, as a later
+/// `set_metadata` means to. A `step_num` makes the event a step root, as JAX's
+/// `StepTraceAnnotation` does: `_r` = 1 beside an int64 `step_num`.
+pub(super) fn add_stat(
+    plane: &mut PlaneBuilder,
+    stats: &mut Vec<XStat>,
+    key: &str,
+    value: XStatValue,
+) {
+    let stat = plane.stat(key, value);
+    match stats.iter_mut().find(|s| s.metadata_id == stat.metadata_id) {
+        Some(existing) => *existing = stat,
+        None => stats.push(stat),
+    }
+    if key == schema::STEP_NUM {
+        let root = plane.stat_metadata_id(schema::IS_ROOT);
+        if !stats.iter().any(|s| s.metadata_id == root) {
+            stats.push(XStat {
+                metadata_id: root,
+                value: Some(XStatValue::Int64(1)),
+            });
+        }
+    }
+}
+
+/// Integers become int64 where they fit (XProf reads `step_num` only as int64); bools
+/// become int64 0/1, since the schema has no bool.
+fn stat_value(value: OwnedValue) -> XStatValue {
+    match value {
+        OwnedValue::I64(v) => XStatValue::Int64(v),
+        OwnedValue::U64(v) => match i64::try_from(v) {
+            Ok(v) => XStatValue::Int64(v),
+            Err(_) => XStatValue::Uint64(v),
+        },
+        OwnedValue::F64(v) => XStatValue::Double(v),
+        OwnedValue::Bool(v) => XStatValue::Int64(i64::from(v)),
+        OwnedValue::Str(s) => XStatValue::Str(s),
+    }
+}
+
+/// What the lane tests of `domains` and `tasks` share.
+#[cfg(test)]
+pub(super) mod lane_tests {
+    use crate::xspace::{XEvent, XEventData};
+
+    /// An event from `start` to `end` ps.
+    pub(crate) fn event(start: i64, end: i64) -> XEvent {
+        XEvent {
+            metadata_id: 1,
+            data: Some(XEventData::OffsetPs(start)),
+            duration_ps: end - start,
+            stats: Vec::new(),
+        }
+    }
+
+    /// The (start, end) of each event of each lane.
+    pub(crate) fn spans(lanes: &[Vec<XEvent>]) -> Vec<Vec<(i64, i64)>> {
+        lanes
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|e| (e.offset_ps(), e.offset_ps() + e.duration_ps))
+                    .collect()
+            })
+            .collect()
+    }
+}
