@@ -8,7 +8,6 @@ use profiler_core::Result;
 
 pub use profiler_core::ExportFormat;
 
-use crate::logdir::host_file_stem;
 use crate::timeline::Totals;
 use crate::{chrome, perfetto, xplane};
 
@@ -42,4 +41,23 @@ pub fn write(space: &XSpace, format: ExportFormat, path: &Path) -> Result<Option
 /// `<dir>/<host>.<extension>`, named as XProf names hosts.
 pub fn host_file(dir: &Path, host: &str, format: ExportFormat) -> PathBuf {
     dir.join(format!("{}.{}", host_file_stem(host), extension(format)))
+}
+
+/// The file stem XProf shows as the host: `:` becomes `_` as in TSL; path separators
+/// and `..` are replaced too so a host name can never leave the run directory.
+pub fn host_file_stem(host: &str) -> String {
+    let stem: String = host
+        .chars()
+        .map(|c| {
+            if matches!(c, ':' | '/' | '\\' | '\0') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    match stem.as_str() {
+        "" | "." | ".." => "localhost".to_owned(),
+        _ => stem,
+    }
 }

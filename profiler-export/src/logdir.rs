@@ -14,6 +14,10 @@ use profiler_core::{Error, ErrorKind, Profile, Result};
 use crate::formats::ExportFormat;
 use crate::xplane;
 
+// The file-name helpers live with the formats, whose extensions they need; the logdir
+// keeps the path it always offered them at.
+pub use crate::formats::host_file_stem;
+
 /// The directory under a logdir where TensorBoard's profile plugin looks for runs.
 pub const PROFILE_PLUGIN_DIR: &str = "plugins/profile";
 
@@ -77,8 +81,7 @@ impl RunDir {
 
     /// Where the `.xplane.pb` of `host` goes in this run.
     pub fn host_file(&self, host: &str) -> PathBuf {
-        self.path
-            .join(format!("{}.xplane.pb", host_file_stem(host)))
+        crate::formats::host_file(&self.path, host, ExportFormat::XPlane)
     }
 }
 
@@ -86,25 +89,6 @@ impl RunDir {
 /// `%Y_%m_%d_%H_%M_%S` in local time.
 pub fn run_name() -> String {
     chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string()
-}
-
-/// The file stem XProf shows as the host: `:` becomes `_` as in TSL; path separators
-/// and `..` are replaced too so a host name can never leave the run directory.
-pub fn host_file_stem(host: &str) -> String {
-    let stem: String = host
-        .chars()
-        .map(|c| {
-            if matches!(c, ':' | '/' | '\\' | '\0') {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
-    match stem.as_str() {
-        "" | "." | ".." => "localhost".to_owned(),
-        _ => stem,
-    }
 }
 
 /// Checks that `logdir` exists or can be created, so a session fails at start rather

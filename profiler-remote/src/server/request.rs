@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use profiler_core::{ConfigValue, ProfileOptions};
+use profiler_export::formats::{self, host_file_stem, ExportFormat};
 use tonic::Status;
 
 use crate::proto::{self, advanced_config_value::Value};
@@ -37,9 +38,31 @@ fn check_component(what: &str, value: &str) -> Result<(), Status> {
         (Some(Component::Normal(_)), None)
     );
     if !plain || value.contains(['/', '\\', '\0']) {
-        return Err(invalid(format!(
-            "{what} {value:?} is not a plain name: it must not be empty, absolute, `..`, or contain path separators"
-        )));
+        return Err(not_plain(what, value));
+    }
+    Ok(())
+}
+
+fn not_plain(what: &str, value: &str) -> Status {
+    invalid(format!(
+        "{what} {value:?} is not a plain name: it must not be empty, absolute, `..`, or contain path separators"
+    ))
+}
+
+/// A host name a client chose. Its file is named by the exporter's [`host_file_stem`],
+/// which turns `host:port`'s ':' into '_' as TSL does but quietly renames anything
+/// else that could leave the directory; a client sending such a name asked for a file
+/// it would not get, so it is refused rather than written under another name.
+fn check_host(host: &str) -> Result<(), Status> {
+    let stem = host_file_stem(host);
+    // The stem maps ASCII to ASCII, so it lines up byte for byte unless it was replaced.
+    let only_colons_renamed = stem.len() == host.len()
+        && stem
+            .bytes()
+            .zip(host.bytes())
+            .all(|(s, h)| s == h || h == b':');
+    if !only_colons_renamed {
+        return Err(not_plain("host name", host));
     }
     Ok(())
 }
@@ -144,14 +167,9 @@ impl Capture {
                 .find(|h| !h.is_empty())
                 .cloned()
                 .unwrap_or_else(profiler_core::host_name);
-            // `host:port` is the usual host name: ':' becomes '_' as TSL does.
-            let stem = host.replace(':', "_");
-            check_component("host name", &stem)?;
-            Some(
-                Path::new(&request.repository_root)
-                    .join(&session_id)
-                    .join(format!("{stem}.xplane.pb")),
-            )
+            check_host(&host)?;
+            let dir = Path::new(&request.repository_root).join(&session_id);
+            Some(formats::host_file(&dir, &host, ExportFormat::XPlane))
         };
         Ok(Capture {
             options,
