@@ -68,3 +68,6 @@ pub const OBJECT: &str = "object";
 pub const SCOPE: &str = "scope";
 /// Stat of a thread-scoped marker: its domain's name.
 pub const DOMAIN: &str = "domain";
+/// Stat that links an API call on a host line to the device work it launched (TSL's
+/// `correlation_id`); XProf draws the launch → kernel arrow from it.
+pub const CORRELATION_ID: &str = "correlation_id";

@@ -22,6 +22,7 @@ pub mod convert;
 mod cupti;
 pub mod layout;
 pub mod occupancy;
+pub mod stats;
 pub mod synthetic;
 
 pub use cupti::{factory, missing_libraries, CuptiTracer};

@@ -42,7 +42,7 @@ use lines::{PlaneWalk, Tids};
 pub const COUNTERS_LINE: &str = schema::COUNTERS_LINE;
 
 /// Stat linking a host launch to device activity (CUPTI's correlation id).
-pub const CORRELATION_ID: &str = "correlation_id";
+pub const CORRELATION_ID: &str = schema::CORRELATION_ID;
 
 /// Stats that describe links rather than the event: they become flows, not arguments.
 const LINK_STATS: [&str; 5] = [

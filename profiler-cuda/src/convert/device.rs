@@ -1,0 +1,332 @@
+//! The device side of a device trace: one plane per GPU with its capabilities, one
+//! line per stream of kernels, copies and memsets, and the device memory in use.
+
+use std::collections::{BTreeMap, HashMap};
+
+use profiler_core::schema;
+use profiler_core::xspace::{
+    merge_into_line, ps, PlaneBuilder, XEvent, XEventData, XPlane, XSpace, XStatValue,
+};
+
+use crate::activity::{Activity, DeviceTrace, Placement};
+use crate::occupancy::{theoretical_occupancy, SmLimits};
+use crate::stats::{self, device, ANNOTATION, CORRELATION_ID, DEVICE_BYTES_IN_USE, HOST_STEP_NUM};
+
+/// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
+pub const GPU_PLANE_BASE_ID: i64 = 1;
+
+/// Adds a plane per GPU of `trace` to `space`; `launched_in` gives, per correlation
+/// id, the annotation and step each launch ran under.
+pub(super) fn add_planes(
+    trace: &DeviceTrace,
+    space: &mut XSpace,
+    to_session_ns: &dyn Fn(u64) -> Option<u64>,
+    launched_in: &HashMap<u32, (String, Option<i64>)>,
+) {
+    let mut planes: BTreeMap<u32, DevicePlane> = BTreeMap::new();
+    for device in &trace.devices {
+        planes
+            .entry(device.ordinal)
+            .or_insert_with(|| DevicePlane::new(device.ordinal))
+            .caps(device);
+    }
+    let limits: HashMap<u32, SmLimits> = trace
+        .devices
+        .iter()
+        .filter_map(|d| Some((d.ordinal, d.sm?)))
+        .collect();
+    for activity in &trace.activities {
+        let (name, start, end, at, details) = match activity {
+            Activity::Kernel {
+                name,
+                start,
+                end,
+                at,
+                details,
+            } => (
+                name.clone(),
+                *start,
+                *end,
+                at,
+                Details::Kernel(
+                    details.to_stat(
+                        limits
+                            .get(&at.device_id)
+                            .and_then(|sm| theoretical_occupancy(details, sm)),
+                    ),
+                ),
+            ),
+            Activity::Memcpy {
+                copy_kind,
+                src_kind,
+                dst_kind,
+                bytes,
+                start,
+                end,
+                at,
+            } => (
+                copy_name(*copy_kind).to_owned(),
+                *start,
+                *end,
+                at,
+                Details::Memcpy(format!(
+                    "kind_src:{} kind_dst:{} size:{bytes}",
+                    memory_kind(*src_kind),
+                    memory_kind(*dst_kind)
+                )),
+            ),
+            Activity::Memset {
+                bytes,
+                start,
+                end,
+                at,
+            } => (
+                "Memset".to_owned(),
+                *start,
+                *end,
+                at,
+                Details::Memset(format!("size:{bytes}")),
+            ),
+            _ => continue,
+        };
+        let (Some(start), Some(end)) = (to_session_ns(start), to_session_ns(end)) else {
+            continue;
+        };
+        planes
+            .entry(at.device_id)
+            .or_insert_with(|| DevicePlane::new(at.device_id))
+            .add(
+                &name,
+                start,
+                end,
+                at,
+                details,
+                launched_in.get(&at.correlation_id),
+            );
+    }
+    add_memory_in_use(trace, &mut planes, to_session_ns);
+    space
+        .planes
+        .extend(planes.into_values().map(DevicePlane::build));
+}
+
+/// `CUpti_ActivityMemoryKind`s that live on the device: device, array, device static.
+/// Pageable and pinned host memory, and managed memory, are left out.
+fn on_device(memory_kind: u32) -> bool {
+    matches!(memory_kind, 3 | 4 | 6)
+}
+
+/// Per device, a running total of device memory in use: allocations add, releases
+/// subtract the size allocated at their address, in timestamp order. A release of a
+/// block whose allocation was not recorded (made before the session, or dropped) is
+/// left out, as are other operation types and host memory.
+fn add_memory_in_use(
+    trace: &DeviceTrace,
+    planes: &mut BTreeMap<u32, DevicePlane>,
+    to_session_ns: &dyn Fn(u64) -> Option<u64>,
+) {
+    use crate::layout::memory_operation::{ALLOCATION, RELEASE};
+    let mut ops: Vec<_> = trace
+        .activities
+        .iter()
+        .filter_map(|a| match a {
+            Activity::Memory {
+                operation,
+                memory_kind,
+                address,
+                bytes,
+                timestamp,
+                at,
+            } if on_device(*memory_kind) && (*operation == ALLOCATION || *operation == RELEASE) => {
+                Some((*timestamp, at.device_id, *operation, *address, *bytes))
+            }
+            _ => None,
+        })
+        .collect();
+    ops.sort_by_key(|op| op.0);
+    let mut live: HashMap<(u32, u64), u64> = HashMap::new();
+    let mut in_use: HashMap<u32, u64> = HashMap::new();
+    for (timestamp, device, operation, address, bytes) in ops {
+        let total = in_use.entry(device).or_default();
+        if operation == ALLOCATION {
+            *total = total.saturating_add(bytes);
+            if let Some(old) = live.insert((device, address), bytes) {
+                // Its release was not recorded: the block at this address is the new one.
+                *total = total.saturating_sub(old);
+            }
+        } else {
+            let Some(allocated) = live.remove(&(device, address)) else {
+                continue;
+            };
+            *total = total.saturating_sub(allocated);
+        }
+        let Some(at) = to_session_ns(timestamp) else {
+            continue;
+        };
+        let value = *total as f64;
+        planes
+            .entry(device)
+            .or_insert_with(|| DevicePlane::new(device))
+            .counter(DEVICE_BYTES_IN_USE, at, value);
+    }
+}
+
+enum Details {
+    Kernel(String),
+    Memcpy(String),
+    Memset(String),
+}
+
+impl Details {
+    fn kind(&self) -> &'static str {
+        match self {
+            Details::Kernel(_) => "Kernel",
+            Details::Memcpy(_) => "Memcpy",
+            Details::Memset(_) => "Memset",
+        }
+    }
+}
+
+struct DevicePlane {
+    plane: PlaneBuilder,
+    /// Events per stream, with session-relative offsets.
+    streams: BTreeMap<u32, (Vec<XEvent>, Vec<&'static str>)>,
+    /// Counter samples, with session-relative offsets.
+    counters: Vec<XEvent>,
+}
+
+impl DevicePlane {
+    fn new(ordinal: u32) -> DevicePlane {
+        DevicePlane {
+            plane: PlaneBuilder::new(
+                GPU_PLANE_BASE_ID + i64::from(ordinal),
+                format!("/device:GPU:{ordinal}"),
+            ),
+            streams: BTreeMap::new(),
+            counters: Vec::new(),
+        }
+    }
+
+    fn counter(&mut self, name: &str, at: u64, value: f64) {
+        let p = &mut self.plane;
+        let stat = p.stat(schema::COUNTER_VALUE, XStatValue::Double(value));
+        self.counters.push(XEvent {
+            metadata_id: p.event_metadata_id(name),
+            data: Some(XEventData::OffsetPs(ps(at))),
+            duration_ps: 0,
+            stats: vec![stat],
+        });
+    }
+
+    fn caps(&mut self, d: &crate::activity::DeviceInfo) {
+        let p = &mut self.plane;
+        p.add_plane_stat(device::CLOCK_RATE, XStatValue::Uint64(d.clock_rate_khz));
+        p.add_plane_stat(device::CORE_COUNT, XStatValue::Uint64(d.core_count));
+        p.add_plane_stat(device::MEMORY_SIZE, XStatValue::Uint64(d.memory_size));
+        p.add_plane_stat(
+            device::MEMORY_BANDWIDTH,
+            XStatValue::Uint64(d.memory_bandwidth),
+        );
+        p.add_plane_stat(
+            device::COMPUTE_CAP_MAJOR,
+            XStatValue::Int64(d.compute_cap_major),
+        );
+        p.add_plane_stat(
+            device::COMPUTE_CAP_MINOR,
+            XStatValue::Int64(d.compute_cap_minor),
+        );
+        p.add_plane_stat(device::VENDOR, XStatValue::Str("Nvidia".to_owned()));
+        if !d.name.is_empty() {
+            p.add_plane_stat(device::NAME, XStatValue::Str(d.name.clone()));
+        }
+    }
+
+    fn add(
+        &mut self,
+        name: &str,
+        start: u64,
+        end: u64,
+        at: &Placement,
+        details: Details,
+        launched_in: Option<&(String, Option<i64>)>,
+    ) {
+        let p = &mut self.plane;
+        let mut stats = vec![
+            p.stat(
+                CORRELATION_ID,
+                XStatValue::Uint64(u64::from(at.correlation_id)),
+            ),
+            p.stat(
+                stats::DEVICE_ID,
+                XStatValue::Uint64(u64::from(at.device_id)),
+            ),
+            p.stat(
+                stats::CONTEXT_ID,
+                XStatValue::Uint64(u64::from(at.context_id)),
+            ),
+            p.stat(stats::STREAM, XStatValue::Uint64(u64::from(at.stream_id))),
+        ];
+        let kind = details.kind();
+        stats.push(match details {
+            Details::Kernel(s) => p.stat(stats::KERNEL_DETAILS, XStatValue::Str(s)),
+            Details::Memcpy(s) => p.stat(stats::MEMCPY_DETAILS, XStatValue::Str(s)),
+            Details::Memset(s) => p.stat(stats::MEMSET_DETAILS, XStatValue::Str(s)),
+        });
+        if let Some((annotation, step)) = launched_in {
+            stats.push(p.stat(ANNOTATION, XStatValue::Str(annotation.clone())));
+            if let Some(step) = step {
+                stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(*step)));
+            }
+        }
+        let event = XEvent {
+            metadata_id: p.event_metadata_id(name),
+            data: Some(XEventData::OffsetPs(ps(start))),
+            duration_ps: ps(end.saturating_sub(start)),
+            stats,
+        };
+        let (events, kinds) = self.streams.entry(at.stream_id).or_default();
+        events.push(event);
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+
+    fn build(self) -> XPlane {
+        let mut plane = self.plane.build();
+        for (stream, (events, kinds)) in self.streams {
+            let name = format!("Stream #{stream}({})", kinds.join(","));
+            merge_into_line(&mut plane, i64::from(stream), &name, events);
+        }
+        if !self.counters.is_empty() {
+            // Stream lines are numbered by stream id; this id is apart from them.
+            let id = i64::from(schema::COUNTERS_LINE_ID);
+            merge_into_line(&mut plane, id, schema::COUNTERS_LINE, self.counters);
+        }
+        plane
+    }
+}
+
+/// TSL's names for `CUpti_ActivityMemcpyKind`.
+fn copy_name(kind: u8) -> &'static str {
+    match kind {
+        1 => "MemcpyH2D",
+        2 => "MemcpyD2H",
+        8 => "MemcpyD2D",
+        10 => "MemcpyP2P",
+        _ => "MemcpyOther",
+    }
+}
+
+/// Names of `CUpti_ActivityMemoryKind`.
+fn memory_kind(kind: u8) -> &'static str {
+    match kind {
+        1 => "pageable",
+        2 => "pinned",
+        3 => "device",
+        4 => "array",
+        5 => "managed",
+        6 => "device_static",
+        7 => "managed_static",
+        _ => "unknown",
+    }
+}

@@ -1,0 +1,73 @@
+//! Activity records → XPlanes, as XProf reads TensorFlow's and JAX's GPU profiles: a
+//! pure function of the records, tested without a GPU.
+//!
+//! - one plane `/device:GPU:<n>` per device, with TSL's device capability stats, and
+//!   one line per stream (`Stream #<id>(<kinds>)`, id = the stream id);
+//! - kernels, copies and memsets there, with `correlation_id`, `device_id`,
+//!   `context_id`, `stream` and `kernel_details` / `memcpy_details` / `memset_details`
+//!   (kernels with their theoretical occupancy, where the device's SM limits are known);
+//! - each API call on the host line of the thread that made it, with the same
+//!   `correlation_id`, so XProf draws launch → kernel arrows;
+//! - the host annotation that enclosed a launch (found through the external
+//!   correlation id: the host line it names, then the innermost event on that line
+//!   containing the launch) as the `annotation` stat of the device work, and the
+//!   enclosing step's number as `host_step_num`;
+//! - per device, the bytes of device memory in use, from CUPTI's memory records, as
+//!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line.
+
+//!
+//! [`host`] does the host side, [`device`] the planes; the stat names are in
+//! [`crate::stats`].
+
+mod device;
+mod host;
+
+use profiler_core::xspace::XSpace;
+
+use crate::activity::DeviceTrace;
+
+pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM};
+pub use device::GPU_PLANE_BASE_ID;
+
+/// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings.
+/// `to_session_ns` maps a record timestamp to nanoseconds since the session start
+/// (`None` outside the session: such records are left out).
+pub fn add_to_space(
+    trace: &DeviceTrace,
+    space: &mut XSpace,
+    to_session_ns: &dyn Fn(u64) -> Option<u64>,
+) {
+    let launches = host::add_api_calls(trace, space, to_session_ns);
+    device::add_planes(trace, space, to_session_ns, &launches.launched_in);
+    let (unannotated, annotation_limit) = (launches.unannotated, launches.annotation_limit);
+    let mut lost = Vec::new();
+    if trace.dropped_activity > 0 {
+        lost.push(format!(
+            "{} GPU activity records (kernels, copies, memsets, memory allocations) over gpu_max_activity_api_events",
+            trace.dropped_activity
+        ));
+    }
+    if trace.dropped_api > 0 {
+        lost.push(format!(
+            "{} CUDA API records over gpu_max_callback_api_events",
+            trace.dropped_api
+        ));
+    }
+    if trace.dropped_by_cupti > 0 {
+        lost.push(format!(
+            "{} records CUPTI dropped because its buffers were full",
+            trace.dropped_by_cupti
+        ));
+    }
+    if unannotated > 0 {
+        lost.push(format!(
+            "{unannotated} launches without their annotation, over gpu_max_annotation_strings ({annotation_limit} distinct names)"
+        ));
+    }
+    if !lost.is_empty() {
+        space.warnings.push(format!(
+            "prof: the GPU trace is incomplete: {}; raise those advanced_configuration keys to keep them",
+            lost.join(", ")
+        ));
+    }
+}

@@ -1,0 +1,48 @@
+//! The names of the stats and counters prof writes for GPU work, in one place: TSL's
+//! names where XProf reads them (`kernel_details`, the device capabilities), prof's
+//! own where it adds something XProf has no name for.
+
+/// Stat linking an API call on a host line to the device work it launched; the
+/// exporters draw the flow from it too.
+pub use profiler_core::schema::CORRELATION_ID;
+
+/// Stat: the innermost host annotation enclosing the launch of device work.
+pub const ANNOTATION: &str = "annotation";
+/// Stat: `step_num` of the step enclosing the launch of device work.
+pub const HOST_STEP_NUM: &str = "host_step_num";
+/// Counter: bytes of device memory in use on a GPU, on its plane's `_counters_` line.
+pub const DEVICE_BYTES_IN_USE: &str = "device_bytes_in_use";
+
+/// Stats of every kernel, copy and memset: where it ran.
+pub const DEVICE_ID: &str = "device_id";
+/// See [`DEVICE_ID`].
+pub const CONTEXT_ID: &str = "context_id";
+/// See [`DEVICE_ID`].
+pub const STREAM: &str = "stream";
+/// A kernel's launch configuration and resources, as XProf's Kernel Stats parses it.
+pub const KERNEL_DETAILS: &str = "kernel_details";
+/// A copy's kinds and size.
+pub const MEMCPY_DETAILS: &str = "memcpy_details";
+/// A memset's size.
+pub const MEMSET_DETAILS: &str = "memset_details";
+
+/// Plane stats of a GPU's capabilities, as TSL names them (XProf's roofline and
+/// overview read them).
+pub mod device {
+    /// SM clock, kHz.
+    pub const CLOCK_RATE: &str = "clock_rate";
+    /// Number of SMs.
+    pub const CORE_COUNT: &str = "core_count";
+    /// Device memory, bytes.
+    pub const MEMORY_SIZE: &str = "memory_size";
+    /// Device memory bandwidth, bytes per second.
+    pub const MEMORY_BANDWIDTH: &str = "memory_bandwidth";
+    /// Compute capability, major.
+    pub const COMPUTE_CAP_MAJOR: &str = "compute_cap_major";
+    /// Compute capability, minor.
+    pub const COMPUTE_CAP_MINOR: &str = "compute_cap_minor";
+    /// `Nvidia`.
+    pub const VENDOR: &str = "device_vendor";
+    /// The device's name, as the driver reports it.
+    pub const NAME: &str = "device_name";
+}
