@@ -387,7 +387,7 @@ fn delay_and_duration_bound_the_recording() {
         }
         panic!("timed out waiting for {what}");
     };
-    wait_until("the delay to end", &|| session::enabled(1));
+    wait_until("the delay to end", &|| profiler_core::gate::is_open(1));
     assert!(
         started.elapsed() >= Duration::from_millis(300),
         "recording began early"

@@ -12,7 +12,7 @@
 //! holds the live plumbing, which checks for libcuda and libcupti before using any of
 //! their symbols and turns their absence into one profile warning.
 //!
-//! Under the `candle` feature, [`candle::Traced`] names the layers of candle models
+//! Under the `candle` feature, `candle::Traced` names the layers of candle models
 //! (which emit no spans of their own), on the host and on the kernels they launch.
 
 pub mod activity;

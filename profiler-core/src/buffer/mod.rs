@@ -1,7 +1,7 @@
 //! Per-thread record buffers: where the hot path writes, and the collector reads.
 //!
-//! Each thread that records owns a [`ThreadBuffer`]: a linked list of fixed-size
-//! chunks of 32-byte [`Slot`]s. Only the owning thread writes; it publishes how many
+//! Each thread that records owns a [`ThreadBuffer`](layout::ThreadBuffer): a linked list of fixed-size
+//! chunks of 32-byte [`Slot`](layout::Slot)s. Only the owning thread writes; it publishes how many
 //! slots are complete with one release store, and the collector reads that many with
 //! one acquire load, so neither side ever takes a lock. The only lock is the registry's,
 //! taken once per thread lifetime when the thread first records, and by the collector.

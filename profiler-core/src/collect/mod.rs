@@ -1,7 +1,7 @@
 //! Collection: thread buffers of one session → an [`XSpace`].
 
 //!
-//! Bottom up: [`line`] builds each thread's line from its records, [`tasks`] turns
+//! Bottom up: [`line`](mod@line) builds each thread's line from its records, [`tasks`] turns
 //! the polls of async tasks into lifetimes and flows, [`domains`] moves profiling
 //! objects to their domains' lines; this module puts the plane together.
 

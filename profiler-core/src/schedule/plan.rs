@@ -27,7 +27,7 @@ impl ProfilerAction {
     }
 }
 
-/// Which steps to record; see the [module documentation](self).
+/// Which steps to record; see the [module documentation](crate::schedule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schedule {
     /// Steps that record nothing at the start of each cycle.

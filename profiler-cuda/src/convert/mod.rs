@@ -16,7 +16,7 @@
 //!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line.
 
 //!
-//! [`host`] does the host side, [`device`] the planes; the stat names are in
+//! `host` does the host side, `device` the planes; the stat names are in
 //! [`crate::stats`].
 
 mod device;

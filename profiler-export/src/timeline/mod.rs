@@ -21,7 +21,7 @@
 //! The walk holds one stack per lane and the flow index; it never copies events, so
 //! exporting costs memory for the output buffer only.
 //!
-//! [`lines`] walks a plane's lines into threads, lanes and counter tracks; [`flows`]
+//! `lines` walks a plane's lines into threads, lanes and counter tracks; `flows`
 //! finds the links and which have both ends.
 
 mod flows;
