@@ -129,7 +129,9 @@ pub fn report(profile: &prof::Profile, args: &Args, stats: &str) -> Result<(), S
     }
     if args.perfetto_link {
         match profile
-            .serve_perfetto_link(&LinkOptions::default())
+            .serve_perfetto_link(&LinkOptions::default(), |url| {
+                println!("Perfetto trace link (open it to view; served once): {url}")
+            })
             .map_err(|e| e.to_string())?
         {
             LinkOutcome::Fetched => println!("the Perfetto UI fetched the trace"),

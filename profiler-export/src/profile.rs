@@ -51,12 +51,16 @@ pub trait ProfileExport {
 
     /// Serves the profile's Perfetto trace once to ui.perfetto.dev, as
     /// `jax.profiler.trace(create_perfetto_link=True)` does: writes the `.pftrace` if
-    /// the profile has none, prints the link on stderr, and returns once the trace was
-    /// fetched or `options.timeout` passed.
+    /// the profile has none, hands the link to `announce` (to show it: a library does
+    /// not print), and returns once the trace was fetched or `options.timeout` passed.
     ///
     /// # Errors
     /// As [`link::serve_perfetto_link`], and the error of writing the trace.
-    fn serve_perfetto_link(&self, options: &LinkOptions) -> Result<LinkOutcome>;
+    fn serve_perfetto_link(
+        &self,
+        options: &LinkOptions,
+        announce: impl FnOnce(&str),
+    ) -> Result<LinkOutcome>;
 
     /// Per-name aggregates: count, total, self, min, max, mean and share of the step;
     /// see [`Summary`].
@@ -93,7 +97,11 @@ impl ProfileExport for Profile {
         crate::otlp::export(self.xspace(), options)
     }
 
-    fn serve_perfetto_link(&self, options: &LinkOptions) -> Result<LinkOutcome> {
+    fn serve_perfetto_link(
+        &self,
+        options: &LinkOptions,
+        announce: impl FnOnce(&str),
+    ) -> Result<LinkOutcome> {
         let existing = self
             .files()
             .iter()
@@ -107,8 +115,6 @@ impl ProfileExport for Profile {
                 self.write_format(ExportFormat::Perfetto, Some(&dir))?
             }
         };
-        link::serve_perfetto_link(&path, options, |url| {
-            eprintln!("Perfetto trace link (open it to view; served once): {url}");
-        })
+        link::serve_perfetto_link(&path, options, announce)
     }
 }

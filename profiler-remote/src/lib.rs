@@ -11,7 +11,6 @@
 //! The service stubs are generated at build time by tonic's manual builder from the
 //! hand-written messages: no `.proto` files and no `protoc`.
 
-pub mod cli;
 pub mod client;
 pub mod proto;
 pub mod server;

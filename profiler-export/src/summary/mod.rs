@@ -183,25 +183,37 @@ pub struct Summary {
 impl Summary {
     /// Summarises `profile`.
     pub fn of(profile: &Profile, options: &SummaryOptions) -> Summary {
-        let events = flatten(profile);
-        let steps = step_spans(&events);
-        let step_total: u64 = steps.iter().map(|s| s.end - s.start).sum();
-        let run_denominator = if steps.is_empty() {
-            let run = profile
-                .wall_time_ns()
-                .map_or(0, |(start, stop)| stop.saturating_sub(start));
-            if run == 0 {
-                events.iter().map(|e| e.end).max().unwrap_or(0)
-                    - events.iter().map(|e| e.start).min().unwrap_or(0)
+        Summary::of_all(&[profile], options)
+    }
+
+    /// Summarises several profiles as one (the hosts of a multi-node capture): rows
+    /// aggregate each name over all of them, and shares are of the steps (or runs) of
+    /// all of them together. Each profile's events stay on their own time axis, so
+    /// hosts with unrelated clocks mix correctly.
+    pub fn of_all(profiles: &[&Profile], options: &SummaryOptions) -> Summary {
+        let mut events = Vec::new();
+        let mut steps = Vec::new();
+        let mut run_denominator = 0;
+        let mut step_rows = BTreeMap::new();
+        for profile in profiles {
+            let mine = flatten(profile);
+            let my_steps = step_spans(&mine);
+            run_denominator += if my_steps.is_empty() {
+                run_length(profile, &mine)
             } else {
-                run
-            }
-        } else {
-            step_total
-        };
+                my_steps.iter().map(|s| s.end - s.start).sum()
+            };
+            add_step_rows(&my_steps, profile, &mut step_rows);
+            events.push(mine);
+            steps.push(my_steps);
+        }
 
         let mut groups: HashMap<(Option<i64>, &str), SummaryRow> = HashMap::new();
-        for e in &events {
+        for (e, steps) in events
+            .iter()
+            .zip(&steps)
+            .flat_map(|(events, steps)| events.iter().map(move |e| (e, steps)))
+        {
             let step = match options.group_by {
                 GroupBy::Run => None,
                 GroupBy::Step => steps
@@ -231,6 +243,7 @@ impl Summary {
             let denominator = match row.step {
                 Some(n) if options.group_by == GroupBy::Step => steps
                     .iter()
+                    .flatten()
                     .filter(|s| s.step == n)
                     .map(|s| s.end - s.start)
                     .sum(),
@@ -268,7 +281,7 @@ impl Summary {
         }
         Summary {
             rows,
-            steps: step_rows(&steps, profile),
+            steps: step_rows.into_values().collect(),
             options_group: options.group_by,
         }
     }
@@ -405,6 +418,20 @@ fn flatten_line<'a>(
     }
 }
 
+/// How long a profile without steps ran: its recorded wall time, or the span of its
+/// events.
+fn run_length(profile: &Profile, events: &[Flat<'_>]) -> u64 {
+    let run = profile
+        .wall_time_ns()
+        .map_or(0, |(start, stop)| stop.saturating_sub(start));
+    if run == 0 {
+        events.iter().map(|e| e.end).max().unwrap_or(0)
+            - events.iter().map(|e| e.start).min().unwrap_or(0)
+    } else {
+        run
+    }
+}
+
 fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
     let mut steps: Vec<StepSpan> = events
         .iter()
@@ -420,12 +447,12 @@ fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
     steps
 }
 
-fn step_rows(steps: &[StepSpan], profile: &Profile) -> Vec<StepRow> {
+/// Adds a row per step of `profile` to `rows`.
+fn add_step_rows(steps: &[StepSpan], profile: &Profile, rows: &mut BTreeMap<i64, StepRow>) {
     let mut memory = profile.counter_series(schema::HOST_BYTES_IN_USE);
     memory.sort_by_key(|&(at, _)| at);
-    // A step number can have several spans (threads, or annotation and span both):
-    // its row keeps the longest and the highest peak of any.
-    let mut rows: BTreeMap<i64, StepRow> = BTreeMap::new();
+    // A step number can have several spans (threads, hosts, or annotation and span
+    // both): its row keeps the longest and the highest peak of any.
     for s in steps {
         let from = memory.partition_point(|&(at, _)| at < s.start);
         let to = memory.partition_point(|&(at, _)| at <= s.end);
@@ -444,5 +471,4 @@ fn step_rows(steps: &[StepSpan], profile: &Profile) -> Vec<StepRow> {
             (a, b) => a.or(b),
         };
     }
-    rows.into_values().collect()
 }

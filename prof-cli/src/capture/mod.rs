@@ -1,0 +1,410 @@
+//! `capture-profile`: parse, check the logdir, capture every host in parallel, write
+//! one run directory, report.
+//!
+//! Parsing is strict: every number is range-checked by clap (a tracer level of
+//! 4294967298 or a delay of 2^64 ms is an error, not a wrapped value), an address is
+//! `HOST:PORT` (`grpc://` accepted, as TensorBoard does; a URL scheme such as
+//! `http://` is named as the mistake), and a host listed twice is refused rather than
+//! written over its own file.
+
+mod report;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+use profiler_core::{ConfigValue, ExportFormat};
+use profiler_export::otlp::{OtlpOptions, Protocol};
+use profiler_export::RunDir;
+use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured};
+
+use crate::formats::{self, Formats};
+
+/// Longest capture asked for: a day. Longer is surely a typo.
+const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
+/// Longest delay before recording: an hour.
+const MAX_DELAY_MS: u64 = 3600 * 1000;
+
+/// Captures a profile from running programs that serve tensorflow.ProfilerService
+/// (prof::server::start, jax.profiler.start_server, tf.profiler.experimental.server)
+/// into LOGDIR/plugins/profile/<run>/<host>.xplane.pb, one file per host.
+#[derive(Debug, Parser)]
+#[command(
+    name = "capture-profile",
+    version,
+    after_help = "Exit status: 0 when every host was captured with events, 1 when one failed \
+                  or nothing was recorded, 2 on bad usage.\n\
+                  View the result with: xprof --logdir LOGDIR"
+)]
+pub struct Args {
+    /// Servers to capture: HOST:PORT, comma-separated or repeated
+    #[arg(required = true, value_name = "HOST:PORT", value_delimiter = ',', value_parser = parse_address)]
+    pub addresses: Vec<String>,
+
+    /// How long to record
+    #[arg(long, value_name = "MS", default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_DURATION_MS))]
+    pub duration_ms: u64,
+
+    /// Wait this long before recording
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_DELAY_MS))]
+    pub delay_ms: u64,
+
+    /// Where to write the run directory
+    #[arg(long, value_name = "DIR", default_value = "logs")]
+    pub logdir: PathBuf,
+
+    /// Host tracer level: 1 prof's annotations, 2 also `tracing` spans, 3 also events
+    #[arg(long, value_name = "N", default_value_t = 2,
+          value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub host_tracer_level: u32,
+
+    /// Device tracer level: 0 off, 1 GPU tracing where available
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(0..=1))]
+    pub device_tracer_level: u32,
+
+    /// Python tracer level, for JAX and TensorFlow servers
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1))]
+    pub python_tracer_level: u32,
+
+    /// An advanced_configuration entry (repeatable; integers and true/false are typed,
+    /// anything else is a string)
+    #[arg(long = "advanced", value_name = "KEY=VALUE", value_parser = parse_advanced)]
+    pub advanced: Vec<(String, ConfigValue)>,
+
+    /// Tries per host for unreachable or busy servers
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub attempts: u32,
+
+    /// Files to write per host, comma-separated: xplane (always), perfetto, chrome,
+    /// chrome.gz
+    #[arg(long, value_name = "LIST", default_value = "xplane", value_parser = formats::parse)]
+    pub format: Formats,
+
+    /// Also send every host's spans to an OpenTelemetry collector
+    /// (http://HOST:4317 for gRPC, http://HOST:4318 for HTTP)
+    #[arg(long, value_name = "ENDPOINT", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp: Option<String>,
+
+    /// OTLP protocol: grpc or http/protobuf
+    #[arg(long, value_name = "PROTOCOL", default_value = "grpc",
+          env = "OTEL_EXPORTER_OTLP_PROTOCOL", value_parser = parse_protocol)]
+    pub otlp_protocol: Protocol,
+
+    /// Rows of the summary table (the busiest event names); 0 prints none
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub summary: usize,
+
+    /// With several hosts, print one summary table per host instead of one merged
+    #[arg(long)]
+    pub summary_per_host: bool,
+
+    /// Serve the first host's Perfetto trace once to ui.perfetto.dev and print the link
+    /// (waits up to 5 min)
+    #[arg(long)]
+    pub perfetto_link: bool,
+}
+
+/// A validated command line, ready to capture.
+#[derive(Debug)]
+pub struct Plan {
+    /// `HOST:PORT` of each server, as typed less any `grpc://`.
+    pub addresses: Vec<String>,
+    /// Where the run directory goes.
+    pub logdir: PathBuf,
+    /// Tries per host.
+    pub attempts: u32,
+    /// What every host is asked for.
+    pub request: CaptureRequest,
+    /// Formats written besides the `.xplane.pb`.
+    pub formats: Vec<ExportFormat>,
+    /// Where spans are also sent.
+    pub otlp: Option<OtlpOptions>,
+    /// Whether to serve a Perfetto link.
+    pub perfetto_link: bool,
+    /// Rows of each summary table; 0 prints none.
+    pub summary_rows: usize,
+    /// One table per host rather than one merged.
+    pub summary_per_host: bool,
+}
+
+fn parse_address(address: &str) -> Result<String, String> {
+    let trimmed = address.trim();
+    let bare = trimmed.strip_prefix("grpc://").unwrap_or(trimmed);
+    if let Some((scheme, _)) = bare.split_once("://") {
+        return Err(format!(
+            "{scheme}:// is a URL scheme; give HOST:PORT (the profiler service speaks gRPC, \
+             drop the {scheme}://)"
+        ));
+    }
+    client::endpoint_uri(bare).map_err(|e| e.to_string())?;
+    Ok(bare.to_owned())
+}
+
+fn parse_advanced(kv: &str) -> Result<(String, ConfigValue), String> {
+    let (key, value) = kv
+        .split_once('=')
+        .ok_or_else(|| format!("{kv:?}: expected KEY=VALUE"))?;
+    if key.is_empty() {
+        return Err(format!("{kv:?}: the key is empty"));
+    }
+    let value = match (value.parse::<i64>(), value) {
+        (Ok(i), _) => ConfigValue::Int(i),
+        (_, "true") => ConfigValue::Bool(true),
+        (_, "false") => ConfigValue::Bool(false),
+        _ => ConfigValue::Str(value.to_owned()),
+    };
+    Ok((key.to_owned(), value))
+}
+
+fn parse_protocol(protocol: &str) -> Result<Protocol, String> {
+    protocol
+        .parse()
+        .map_err(|e: profiler_core::Error| e.to_string())
+}
+
+impl Args {
+    /// Checks what clap cannot see one flag at a time, and builds the plan.
+    ///
+    /// # Errors
+    /// A message naming the mistake (a host listed twice, a key given twice).
+    pub fn plan(self) -> Result<Plan, String> {
+        let mut seen = HashSet::new();
+        for address in &self.addresses {
+            if !seen.insert(address.as_str()) {
+                return Err(format!(
+                    "{address} is listed twice: each host is captured once, into one file"
+                ));
+            }
+        }
+        let mut advanced = BTreeMap::new();
+        for (key, value) in self.advanced {
+            if advanced.insert(key.clone(), value).is_some() {
+                return Err(format!("--advanced {key} is given twice"));
+            }
+        }
+        let request = CaptureRequest {
+            duration_ms: self.duration_ms,
+            delay_ms: self.delay_ms,
+            host_tracer_level: self.host_tracer_level,
+            device_tracer_level: self.device_tracer_level,
+            python_tracer_level: self.python_tracer_level,
+            advanced_configuration: advanced,
+            // Where a server that ignores emit_xspace writes on its side, as xprof's
+            // client asks.
+            repository_root: self
+                .logdir
+                .join(profiler_export::logdir::PROFILE_PLUGIN_DIR)
+                .to_string_lossy()
+                .into_owned(),
+            ..CaptureRequest::default()
+        };
+        let mut formats = self.format.0;
+        if self.perfetto_link && !formats.contains(&ExportFormat::Perfetto) {
+            formats.push(ExportFormat::Perfetto);
+        }
+        formats.retain(|&f| f != ExportFormat::XPlane);
+        let otlp = self.otlp.map(|endpoint| {
+            OtlpOptions::new(endpoint)
+                .protocol(self.otlp_protocol)
+                .service_name("capture-profile")
+        });
+        Ok(Plan {
+            addresses: self.addresses,
+            logdir: self.logdir,
+            attempts: self.attempts,
+            request,
+            formats,
+            otlp,
+            perfetto_link: self.perfetto_link,
+            summary_rows: self.summary,
+            summary_per_host: self.summary_per_host,
+        })
+    }
+}
+
+/// What happened to one host.
+pub(crate) struct Outcome {
+    pub(crate) address: String,
+    pub(crate) result: Result<Captured, CaptureError>,
+}
+
+/// Runs `capture-profile` with the process's arguments; returns the exit status.
+pub fn main() -> i32 {
+    let plan = match Args::parse().plan() {
+        Ok(plan) => plan,
+        Err(message) => Args::command()
+            .error(clap::error::ErrorKind::ValueValidation, message)
+            .exit(),
+    };
+    crate::interrupt::install("capture-profile");
+    // Before capturing: a logdir that cannot be written would throw the capture away.
+    let run = match RunDir::create(&plan.logdir) {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("capture-profile: {e}; nothing was captured");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("capture-profile: cannot start: {e}");
+            return 1;
+        }
+    };
+    let outcomes = runtime.block_on(capture_all(&plan));
+    report::report(&plan, run, outcomes)
+}
+
+async fn capture_all(plan: &Plan) -> Vec<Outcome> {
+    let total = Duration::from_millis(plan.request.delay_ms + plan.request.duration_ms);
+    let bar = report::progress_bar(total, plan.addresses.len());
+    let ticker = {
+        let bar = bar.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                tick.tick().await;
+                report::advance(&bar);
+            }
+        })
+    };
+    let tasks: Vec<_> = plan
+        .addresses
+        .iter()
+        .map(|address| {
+            let (address, request, attempts) =
+                (address.clone(), plan.request.clone(), plan.attempts);
+            tokio::spawn(async move {
+                let result = client::capture_with_retries(&address, &request, attempts).await;
+                Outcome { address, result }
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(tasks.len());
+    for (task, address) in tasks.into_iter().zip(&plan.addresses) {
+        outcomes.push(task.await.unwrap_or_else(|e| Outcome {
+            address: address.clone(),
+            result: Err(CaptureError::Server(format!("capture task failed: {e}"))),
+        }));
+    }
+    ticker.abort();
+    bar.finish_and_clear();
+    outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(line: &str) -> Result<Plan, String> {
+        let argv = std::iter::once("capture-profile").chain(line.split_whitespace());
+        Args::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .plan()
+    }
+
+    #[test]
+    fn addresses_and_options_parse() {
+        let p = plan(
+            "localhost:6009,10.0.0.2:6009 grpc://h:1 --duration-ms 500 \
+             --advanced gpu_max_activity_api_events=1024 --advanced x=true --attempts 1",
+        )
+        .expect("parses");
+        assert_eq!(p.addresses, ["localhost:6009", "10.0.0.2:6009", "h:1"]);
+        assert_eq!(p.request.duration_ms, 500);
+        assert_eq!(p.attempts, 1);
+        assert_eq!(
+            p.request
+                .advanced_configuration
+                .get("gpu_max_activity_api_events"),
+            Some(&ConfigValue::Int(1024))
+        );
+        assert_eq!(
+            p.request.advanced_configuration.get("x"),
+            Some(&ConfigValue::Bool(true))
+        );
+        assert_eq!(p.logdir, PathBuf::from("logs"));
+        assert_eq!(p.request.repository_root, "logs/plugins/profile");
+        assert_eq!(p.summary_rows, 10);
+        assert_eq!(plan("h:1 --summary 0").expect("parses").summary_rows, 0);
+        let f = plan("h:1 --format perfetto,xplane --perfetto-link").expect("parses");
+        assert_eq!(f.formats, [ExportFormat::Perfetto]);
+    }
+
+    #[test]
+    fn bad_usage_names_what_is_wrong() {
+        let err = |line: &str| plan(line).expect_err(line);
+        assert!(err("").contains("HOST:PORT"));
+        assert!(err("localhost").contains("no port"));
+        assert!(err("h:99999").contains("port"));
+        assert!(err("h:1 --duration-ms x").contains("--duration-ms"));
+        assert!(err("h:1 --bogus").contains("--bogus"));
+        assert!(err("h:1 --duration-ms 0").contains("--duration-ms"));
+        assert!(err("h:1 --format perfetto,svg").contains("svg"));
+        assert!(err("h:1 --otlp-protocol udp").contains("udp"));
+        assert!(err("h:1 --advanced novalue").contains("KEY=VALUE"));
+    }
+
+    #[test]
+    fn numbers_are_range_checked_not_wrapped() {
+        let err = |line: &str| plan(line).expect_err(line);
+        // 2^32 + 2 used to become 2.
+        assert!(err("h:1 --host-tracer-level 4294967298").contains("--host-tracer-level"));
+        assert!(err("h:1 --host-tracer-level 4").contains("--host-tracer-level"));
+        // u64::MAX used to wrap to a start in the past.
+        assert!(err("h:1 --delay-ms 18446744073709551615").contains("--delay-ms"));
+        assert!(err("h:1 --attempts 0").contains("--attempts"));
+    }
+
+    #[test]
+    fn addresses_are_host_port_once_each() {
+        let err = |line: &str| plan(line).expect_err(line);
+        assert!(err("h:1,h:1").contains("listed twice"));
+        assert!(err("h:1 grpc://h:1").contains("listed twice"));
+        let url = err("http://h:1");
+        assert!(
+            url.contains("http://") && url.contains("HOST:PORT"),
+            "{url}"
+        );
+        assert!(err("h:1 --advanced a=1 --advanced a=2").contains("twice"));
+    }
+
+    #[test]
+    fn a_misspelt_flag_gets_a_suggestion_and_usage_exits_2() {
+        let e = Args::try_parse_from(["capture-profile", "h:1", "--duraton-ms", "5"])
+            .expect_err("misspelt");
+        assert!(e.to_string().contains("--duration-ms"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let help = Args::try_parse_from(["capture-profile", "-h"]).expect_err("help");
+        assert_eq!(help.exit_code(), 0);
+    }
+
+    #[test]
+    fn the_otlp_endpoint_falls_back_to_the_opentelemetry_variable() {
+        let cmd = Args::command();
+        let otlp = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "otlp")
+            .expect("--otlp");
+        assert_eq!(
+            otlp.get_env().and_then(|e| e.to_str()),
+            Some("OTEL_EXPORTER_OTLP_ENDPOINT")
+        );
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Args::command().debug_assert();
+    }
+}

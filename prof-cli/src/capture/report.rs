@@ -1,0 +1,197 @@
+//! What `capture-profile` shows: a progress bar while it captures, then for each host
+//! the file it wrote, and the summary table.
+//!
+//! With one host that is a few lines and a table. With many (a multi-node job), one
+//! line per host and one table merged over all of them, so 32 hosts do not print 32
+//! tables; `--summary-per-host` asks for them anyway.
+
+use std::path::Path;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use profiler_core::Profile;
+use profiler_export::link::{LinkOptions, LinkOutcome};
+use profiler_export::otlp::OtlpOptions;
+use profiler_export::summary::{Summary, SummaryOptions};
+use profiler_export::{ProfileExport, RunDir};
+use profiler_remote::client::Captured;
+
+use super::{Outcome, Plan};
+
+/// A bar of the capture's length, in tenths of a second; drawn only on a terminal
+/// (indicatif draws nothing when stderr is not one, so logs stay clean).
+pub(super) fn progress_bar(total: Duration, hosts: usize) -> ProgressBar {
+    let bar = ProgressBar::new(total.as_millis().div_ceil(100) as u64);
+    let style = ProgressStyle::with_template("{msg} [{bar:30}] {elapsed} / {len_secs}")
+        .map(|s| s.progress_chars("#>-"))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.with_key(
+        "len_secs",
+        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.1}s", state.len().unwrap_or(0) as f64 / 10.0);
+        },
+    ));
+    bar.set_message(format!("capturing {hosts} host(s)"));
+    if bar.is_hidden() {
+        eprintln!(
+            "capturing {hosts} host(s) for {:.1} s ...",
+            total.as_secs_f64()
+        );
+    }
+    bar
+}
+
+/// One tick of 100 ms; once the capture's length is reached, the servers are
+/// collecting and sending.
+pub(super) fn advance(bar: &ProgressBar) {
+    bar.inc(1);
+    if bar.position() >= bar.length().unwrap_or(0) {
+        bar.set_message("collecting");
+    }
+}
+
+/// Writes and reports every host's outcome; returns the exit status.
+pub(super) fn report(plan: &Plan, run: RunDir, outcomes: Vec<Outcome>) -> i32 {
+    let many = plan.addresses.len() > 1;
+    let mut failed = 0usize;
+    let mut with_events = 0usize;
+    let mut profiles: Vec<(String, Profile)> = Vec::new();
+    for Outcome { address, result } in outcomes {
+        match result {
+            Ok(Captured::Space(space)) => {
+                let mut profile = Profile::new(*space);
+                match write(&run, &mut profile, &address, plan) {
+                    Ok(()) => {}
+                    Err(()) => {
+                        failed += 1;
+                        continue;
+                    }
+                }
+                let files: Vec<_> = profile
+                    .files()
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect();
+                let events = profile.event_count();
+                println!(
+                    "{address}: {events} events, {} steps -> {}",
+                    profile.steps().len(),
+                    files.join(", ")
+                );
+                if events == 0 {
+                    println!(
+                        "  warning: no events were recorded: is the program annotated \
+                         (prof::trace!, tracing spans), and was it working during the capture?"
+                    );
+                } else {
+                    with_events += 1;
+                }
+                for warning in profile.warnings() {
+                    println!("  warning: {warning}");
+                }
+                if let Some(otlp) = &plan.otlp {
+                    failed += usize::from(!send_otlp(&address, &profile, otlp));
+                }
+                profiles.push((address, profile));
+            }
+            Ok(Captured::WrittenByServer { empty }) => {
+                let root = Path::new(&plan.request.repository_root).join(&plan.request.session_id);
+                println!(
+                    "{address}: the server wrote its own file under {} on its machine{}",
+                    root.display(),
+                    if empty {
+                        " (it reports an empty trace)"
+                    } else {
+                        ""
+                    }
+                );
+                with_events += usize::from(!empty);
+            }
+            Err(e) => {
+                eprintln!("capture-profile: {address}: {e}");
+                failed += 1;
+            }
+        }
+    }
+    summaries(plan, &profiles, many);
+    if !profiles.is_empty() {
+        println!(
+            "view with:  xprof --logdir {}   (or: tensorboard --logdir {})",
+            plan.logdir.display(),
+            plan.logdir.display()
+        );
+    }
+    if let (true, Some((_, profile))) = (plan.perfetto_link, profiles.first()) {
+        let announce =
+            |url: &str| println!("Perfetto trace link (open it to view; served once): {url}");
+        match profile.serve_perfetto_link(&LinkOptions::default(), announce) {
+            Ok(LinkOutcome::Fetched) => println!("the Perfetto UI fetched the trace"),
+            Ok(LinkOutcome::TimedOut) => println!("nobody opened the Perfetto link in time"),
+            Err(e) => {
+                eprintln!("capture-profile: {e}");
+                failed += 1;
+            }
+        }
+    }
+    if with_events == 0 && failed == 0 {
+        eprintln!("capture-profile: no host recorded any event");
+    }
+    i32::from(failed > 0 || with_events == 0)
+}
+
+/// Writes one host's files into the run; when that fails, into a run under the
+/// system's temporary directory, so a capture that cannot be replayed is not lost.
+fn write(run: &RunDir, profile: &mut Profile, address: &str, plan: &Plan) -> Result<(), ()> {
+    let Err(e) = run.write(profile, address, &plan.formats) else {
+        return Ok(());
+    };
+    eprintln!("capture-profile: {address}: captured, but writing failed: {e}");
+    let fallback = std::env::temp_dir().join("prof-captures");
+    match RunDir::create(&fallback).and_then(|r| r.write(profile, address, &plan.formats)) {
+        Ok(()) => {
+            let at = profile.run_dir().unwrap_or(&fallback).display().to_string();
+            eprintln!("capture-profile: {address}: the capture is kept in {at}");
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("capture-profile: {address}: and keeping it in {} failed too: {e}; the capture is lost", fallback.display());
+            Err(())
+        }
+    }
+}
+
+fn summaries(plan: &Plan, profiles: &[(String, Profile)], many: bool) {
+    if plan.summary_rows == 0 || profiles.is_empty() {
+        return;
+    }
+    let options = SummaryOptions::default().limit(plan.summary_rows);
+    if many && !plan.summary_per_host {
+        let all: Vec<&Profile> = profiles.iter().map(|(_, p)| p).collect();
+        println!("summary of {} hosts:", all.len());
+        println!("{}", Summary::of_all(&all, &options));
+        return;
+    }
+    for (address, profile) in profiles {
+        if many {
+            println!("{address}:");
+        }
+        println!("{}", profile.summary(&options));
+    }
+}
+
+/// Sends one host's profile to the collector; false when that failed.
+fn send_otlp(address: &str, profile: &Profile, options: &OtlpOptions) -> bool {
+    match profile.export_otlp(options) {
+        Ok(sent) => {
+            println!(
+                "  sent {} spans in {} traces to {} ({})",
+                sent.spans, sent.traces, options.endpoint, options.protocol
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("capture-profile: {address}: captured, but {e}");
+            false
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! prof's command-line tools, installed with `cargo install prof-cli` (or
+//! `cargo install --path prof-cli` from a checkout):
+//!
+//! - `capture-profile HOST:PORT[,HOST:PORT...]`: captures a profile from running
+//!   programs that serve `tensorflow.ProfilerService` (a Rust program with
+//!   `prof::server::start`, `jax.profiler.start_server`,
+//!   `tf.profiler.experimental.server.start`) into a TensorBoard/XProf logdir, as
+//!   TensorBoard's Capture button and `python -m jax.collect_profile` do;
+//! - `prof-convert PATH...`: turns `.xplane.pb` files (prof's, JAX's, TensorFlow's)
+//!   into Perfetto and Chrome JSON traces.
+//!
+//! ```text
+//! $ capture-profile localhost:6009 --duration-ms 2000 --logdir logs
+//! $ xprof --logdir logs
+//! $ prof-convert logs --format perfetto,chrome.gz
+//! ```
+//!
+//! Both follow the usual conventions: `--help` and `--version`, errors that suggest
+//! the flag that was meant, exit status 2 for bad usage, 1 when some work failed.
+//! The library half of this crate is what the two binaries run, public so its
+//! parsing can be tested; it is not meant as an API.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod capture;
+pub mod convert;
+pub mod formats;
+pub mod interrupt;

@@ -1,0 +1,233 @@
+//! The installed `capture-profile` binary against prof servers on loopback: what it
+//! writes, what it says, and its exit status.
+#![allow(clippy::print_stdout)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use profiler_core::trace;
+use profiler_remote::server::{self, ServerHandle};
+
+/// Captures record this process: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A thread running annotated "training steps" until dropped (at most 60 s).
+struct Workload {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Workload {
+    fn start() -> Workload {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(60);
+            let mut step = 0i64;
+            while !flag.load(Ordering::Relaxed) && Instant::now() < until {
+                let _s = trace!("Train", step_num = step);
+                let _w = trace!("work");
+                std::thread::sleep(Duration::from_millis(2));
+                step += 1;
+            }
+        });
+        Workload {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve() -> (ServerHandle, String) {
+    let server = server::start(0).expect("server");
+    let addr = format!("127.0.0.1:{}", server.local_addr().port());
+    (server, addr)
+}
+
+fn capture_profile(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_capture-profile"))
+        .args(args)
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .expect("runs")
+}
+
+fn files_under(dir: &Path) -> Vec<String> {
+    let Ok(runs) = std::fs::read_dir(dir.join("plugins/profile")) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = runs
+        .flat_map(|run| std::fs::read_dir(run.expect("run").path()).expect("files"))
+        .map(|f| f.expect("file").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn one_file_per_host_and_the_host_that_failed_is_named() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, good) = serve();
+    let (gone, bad) = serve();
+    gone.stop();
+    let _work = Workload::start();
+    let logdir = dir.path().join("logs");
+    let out = capture_profile(&[
+        &format!("{good},{bad}"),
+        "--duration-ms",
+        "300",
+        "--attempts",
+        "1",
+        "--logdir",
+        &logdir.to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "one host failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&bad), "{stderr}");
+    assert_eq!(
+        files_under(&logdir),
+        [format!("{}.xplane.pb", good.replace(':', "_"))]
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Train"), "the summary: {stdout}");
+}
+
+/// Not a test of its own: run as a child process (with `PROF_CLI_CHILD_SERVER` set),
+/// it serves a prof server with a workload for a few seconds and prints its port, so
+/// a test can capture several processes at once (one process has one session).
+#[test]
+fn serve_as_a_child_process() {
+    if std::env::var_os("PROF_CLI_CHILD_SERVER").is_none() {
+        return;
+    }
+    let (_server, addr) = serve();
+    let _work = Workload::start();
+    println!("listening on {addr}");
+    std::thread::sleep(Duration::from_secs(8));
+}
+
+/// Starts a child server process; its address once it printed it (at most 10 s).
+fn child_server() -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "serve_as_a_child_process", "--nocapture"])
+        .env("PROF_CLI_CHILD_SERVER", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("child");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                let _ = tx.send(addr.to_owned());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the child server started");
+    (child, addr)
+}
+
+#[test]
+fn several_hosts_get_one_line_each_and_one_merged_summary() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (mut a, first) = child_server();
+    let (mut b, second) = child_server();
+    let logdir = dir.path().join("logs");
+    let out = capture_profile(&[
+        &format!("{first},{second}"),
+        "--duration-ms",
+        "300",
+        "--logdir",
+        &logdir.to_string_lossy(),
+        "--summary",
+        "3",
+    ]);
+    let _ = (a.kill(), b.kill(), a.wait(), b.wait());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let host_lines = stdout
+        .lines()
+        .filter(|l| l.starts_with(&first) || l.starts_with(&second))
+        .count();
+    assert_eq!(host_lines, 2, "{stdout}");
+    assert_eq!(stdout.matches("summary of 2 hosts").count(), 1, "{stdout}");
+    assert_eq!(stdout.matches("Total").count(), 1, "one table: {stdout}");
+    assert_eq!(files_under(&logdir).len(), 2);
+}
+
+#[test]
+fn an_unwritable_logdir_is_found_before_capturing() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, b"not a directory").expect("write");
+    let (_server, addr) = serve();
+    let started = Instant::now();
+    let out = capture_profile(&[
+        &addr,
+        "--duration-ms",
+        "5000",
+        "--logdir",
+        &blocker.join("logs").to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "refused before the 5 s capture"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing was captured"), "{stderr}");
+}
+
+#[test]
+fn a_capture_with_no_events_says_so_and_fails() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, addr) = serve();
+    let logdir = dir.path().join("logs");
+    let out = capture_profile(&[
+        &addr,
+        "--duration-ms",
+        "100",
+        "--logdir",
+        &logdir.to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("no events were recorded"), "{stdout}");
+}
+
+#[test]
+fn help_version_and_usage_errors_follow_the_conventions() {
+    for flag in ["--help", "-h"] {
+        let out = capture_profile(&[flag]);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("--duration-ms"));
+    }
+    let out = capture_profile(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+    let out = capture_profile(&["h:1", "--duraton-ms", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--duration-ms"));
+}
