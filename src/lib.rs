@@ -224,7 +224,10 @@ impl Drop for Session {
             match stop() {
                 Ok(_) => {}
                 // Drop cannot return the error; losing it silently would lose the run.
-                Err(e) => eprintln!("prof: the profiling session could not be saved: {e}"),
+                Err(e) => tracing::error!(
+                    target: profiler_core::log::TARGET,
+                    "the profiling session could not be saved: {e}"
+                ),
             }
         }
     }

@@ -215,7 +215,9 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !gate::is_open(VERBOSE_LEVEL) {
+        // prof's own warnings describe the profile; recording them into it would have
+        // them warn about themselves.
+        if !gate::is_open(VERBOSE_LEVEL) || event.metadata().target() == crate::log::TARGET {
             return;
         }
         let trace = Trace::instant(event.metadata().name());

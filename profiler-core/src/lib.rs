@@ -53,6 +53,7 @@ pub mod clock;
 pub mod error;
 pub mod field;
 pub mod gate;
+pub mod log;
 pub mod options;
 pub mod profile;
 mod reentry;

@@ -85,7 +85,7 @@ pub(crate) fn start_all(options: &ProfileOptions) {
             Ok(()) => active.push(tracer),
             Err(why) => {
                 // The log carries it at once; the profile carries it at collection.
-                eprintln!("prof: warning: {why}");
+                tracing::warn!(target: crate::log::TARGET, "{why}");
                 warnings.push(why);
             }
         }
@@ -109,7 +109,7 @@ pub(crate) fn stop_all() -> Vec<Box<dyn Tracer>> {
     let mut tracers = std::mem::take(&mut *lock(&ACTIVE));
     for tracer in &mut tracers {
         if let Err(why) = tracer.stop() {
-            eprintln!("prof: warning: {why}");
+            tracing::warn!(target: crate::log::TARGET, "{why}");
             lock(&START_WARNINGS).push(why);
         }
     }

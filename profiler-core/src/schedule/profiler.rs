@@ -204,7 +204,10 @@ impl Drop for Profiler {
         if self.started {
             if let Err(e) = self.stop() {
                 // Drop cannot return the error; losing it silently would lose a window.
-                eprintln!("prof: the scheduled profiler could not save its last window: {e}");
+                tracing::error!(
+                    target: crate::log::TARGET,
+                    "the scheduled profiler could not save its last window: {e}"
+                );
             }
         }
     }
