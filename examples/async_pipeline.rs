@@ -97,20 +97,31 @@ fn train_step(weights: &mut [f32], batch: &Batch) -> f32 {
     loss
 }
 
+/// async_pipeline's own flags.
+#[derive(clap::Args)]
+struct Extra {
+    /// Loader tasks feeding the training loop
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    loaders: u32,
+    /// 2 records spans; 3 also tracing events and flows between polls
+    #[arg(long, value_name = "L", default_value_t = 2,
+          value_parser = clap::value_parser!(u32).range(1..=3))]
+    host_tracer_level: u32,
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let (mut loaders, mut host_tracer_level) = (3u32, 2u32);
-    let args = common::parse_args(
-        "async_pipeline [--logdir DIR] [--steps N] [--loaders N] [--host-tracer-level L]",
-        20,
-        |flag, value| {
-            match flag {
-                "--loaders" => loaders = common::number(flag, value)?.max(1),
-                "--host-tracer-level" => host_tracer_level = common::number(flag, value)?,
-                _ => return Ok(false),
-            }
-            Ok(true)
+    let (
+        args,
+        Extra {
+            loaders,
+            host_tracer_level,
         },
-    )?;
+    ) = common::parse::<Extra>(
+        "async_pipeline",
+        "Profiles a tokio input pipeline feeding a training loop: tasks, spans, flows.",
+        20,
+    );
     tracing_subscriber::registry()
         .with(prof::ProfilerLayer::new())
         .init();

@@ -215,9 +215,11 @@ impl Model {
 }
 
 fn main() -> std::result::Result<(), Box<dyn Error>> {
-    let args = common::parse_args("candle_layers [--logdir DIR] [--steps N]", 10, |_, _| {
-        Ok(false)
-    })?;
+    let (args, common::NoExtra {}) = common::parse(
+        "candle_layers",
+        "Profiles a Llama-style candle-nn decoder through ProfilerLayer.",
+        10,
+    );
     tracing_subscriber::registry()
         .with(prof::ProfilerLayer::new())
         .init();

@@ -55,19 +55,25 @@ extern "C" __global__ void scale(float *x, float by, int n) {
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
+/// cuda_matmul's own flags.
+#[derive(clap::Args)]
+struct Extra {
+    /// Also time this many tiny kernel launches untraced and traced, alternately
+    #[arg(long, value_name = "LAUNCHES", default_value_t = 0)]
+    overhead: u32,
+}
+
 fn main() -> Result<()> {
-    let mut overhead_launches = 0;
-    let args = common::parse_args(
-        "cuda_matmul [--logdir DIR] [--steps N] [--overhead LAUNCHES]",
-        10,
-        |flag, value| {
-            if flag == "--overhead" {
-                overhead_launches = common::number(flag, value)?;
-                return Ok(true);
-            }
-            Ok(false)
+    let (
+        args,
+        Extra {
+            overhead: overhead_launches,
         },
-    )?;
+    ) = common::parse::<Extra>(
+        "cuda_matmul",
+        "Profiles cuBLAS, NVRTC kernels and copies on GPU 0 and checks its own GPU plane.",
+        10,
+    );
     let gpu = match Gpu::open() {
         Ok(gpu) => gpu,
         Err(why) => {

@@ -15,9 +15,11 @@ use prof::{schema, trace, ProfileOptions};
 mod common;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let args = common::parse_args("cuda_synthetic [--logdir DIR] [--steps N]", 12, |_, _| {
-        Ok(false)
-    })?;
+    let (args, common::NoExtra {}) = common::parse(
+        "cuda_synthetic",
+        "A GPU profile without a GPU: a host session plus synthetic CUPTI records.",
+        12,
+    );
     // The core session directly: the device records are added before writing.
     profiler_core_session(args.steps)
         .and_then(|mut space| {

@@ -15,28 +15,20 @@ use std::error::Error;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
+/// A training loop serving tensorflow.ProfilerService on 127.0.0.1, to be captured
+/// from outside.
+#[derive(clap::Parser)]
+struct Args {
+    /// Port on 127.0.0.1 (0 picks a free one)
+    #[arg(long, default_value_t = 6009)]
+    port: u16,
+    /// Exit after this long
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut port = 6009u16;
-    let mut seconds = 60u64;
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--port" => {
-                port = value
-                    .parse()
-                    .map_err(|_| format!("--port {value}: not a port"))?
-            }
-            "--seconds" => {
-                seconds = value
-                    .parse()
-                    .map_err(|_| format!("--seconds {value}: not a number"))?
-            }
-            other => {
-                return Err(format!("unknown argument {other}; use --port N --seconds N").into())
-            }
-        }
-    }
+    let Args { port, seconds } = clap::Parser::parse();
     let server = prof::server::start(port)?;
     println!("listening on {}", server.local_addr());
     std::io::stdout().flush()?;

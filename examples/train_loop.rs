@@ -62,30 +62,37 @@ impl Mlp {
     }
 }
 
+/// train_loop's own flags.
+#[derive(clap::Args)]
+struct Extra {
+    /// Record on a step schedule, as torch.profiler's schedule(wait, warmup, active,
+    /// repeat): one run per window
+    #[arg(long, value_name = "WAIT,WARMUP,ACTIVE,REPEAT", value_parser = schedule)]
+    schedule: Option<prof::schedule::Schedule>,
+}
+
+fn schedule(value: &str) -> Result<prof::schedule::Schedule, String> {
+    let n: Vec<u64> = value
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("{value}: not numbers"))
+        })
+        .collect::<Result<_, _>>()?;
+    let [wait, warmup, active, repeat] = n[..] else {
+        return Err(format!("{value}: expected WAIT,WARMUP,ACTIVE,REPEAT"));
+    };
+    Ok(prof::schedule::Schedule::new(wait, warmup, active).repeat(repeat))
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut schedule = None;
-    let usage = "train_loop [--logdir DIR] [--steps N] [--schedule WAIT,WARMUP,ACTIVE,REPEAT]";
-    let args = common::parse_args(usage, 20, |flag, value| {
-        if flag != "--schedule" {
-            return Ok(false);
-        }
-        let n: Vec<u64> = value
-            .split(',')
-            .map(|v| {
-                v.trim()
-                    .parse()
-                    .map_err(|_| format!("--schedule {value}: not numbers"))
-            })
-            .collect::<Result<_, _>>()?;
-        let [wait, warmup, active, repeat] = n[..] else {
-            return Err(format!(
-                "--schedule {value}: expected WAIT,WARMUP,ACTIVE,REPEAT"
-            ));
-        };
-        schedule = Some(prof::schedule::Schedule::new(wait, warmup, active).repeat(repeat));
-        Ok(true)
-    })?;
-    if let Some(schedule) = schedule {
+    let (args, extra) = common::parse::<Extra>(
+        "train_loop",
+        "Profiles a small candle training loop into a TensorBoard/XProf logdir.",
+        20,
+    );
+    if let Some(schedule) = extra.schedule {
         return scheduled(&args, schedule);
     }
     let device = Device::Cpu;

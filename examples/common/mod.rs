@@ -1,22 +1,17 @@
-//! What the examples share: their `--logdir DIR --steps N` flags, the export flags,
-//! and the summary they print once the profile is written. Not an example itself
+//! What the examples share: their `--logdir DIR --steps N` flags, the export flags
+//! (clap, with each example's own flags beside them), and the summary they print once
+//! the profile is written. Not an example itself
 //! (Cargo only builds `examples/*.rs` and `examples/*/main.rs`).
 #![allow(dead_code, unreachable_pub, clippy::print_stdout)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use clap::{CommandFactory, FromArgMatches, Parser};
 use prof::export::link::{LinkOptions, LinkOutcome};
 use prof::export::otlp::{OtlpOptions, Protocol};
 use prof::{ExportFormat, ProfileExport};
 
-/// Export flags every example takes, described in its `--help`.
-pub const EXPORT_USAGE: &str = "\
-  --format LIST          also write these beside the .xplane.pb: perfetto, chrome, chrome.gz
-  --otlp ENDPOINT        send the spans to an OpenTelemetry collector (http://host:4317)
-  --otlp-protocol P      grpc (default) or http/protobuf
-  --perfetto-link        serve the Perfetto trace once to ui.perfetto.dev, print the link";
-
-/// The flags every example takes.
+/// The flags every example takes, as parsed.
 pub struct Args {
     pub logdir: PathBuf,
     pub steps: u32,
@@ -36,65 +31,67 @@ impl Args {
     }
 }
 
-/// Parses `--logdir DIR` (default `logs`), `--steps N` (default `steps`) and the export
-/// flags, handing any other flag and its value to `extra`, which returns false for
-/// flags it does not know. `-h`/`--help` prints `usage` and exits.
-pub fn parse_args(
-    usage: &str,
+// The common flags, and an example's own (`E`, a `clap::Args`; `NoExtra` for none).
+#[derive(Parser)]
+struct Cli<E: clap::Args> {
+    /// Where to write the profile (a TensorBoard/XProf logdir)
+    #[arg(long, value_name = "DIR", default_value = "logs")]
+    logdir: PathBuf,
+    /// Training steps to run
+    #[arg(long, value_name = "N")]
     steps: u32,
-    mut extra: impl FnMut(&str, &str) -> Result<bool, String>,
-) -> Result<Args, String> {
-    let mut args = Args {
-        logdir: PathBuf::from("logs"),
-        steps,
-        formats: Vec::new(),
-        otlp: None,
-        perfetto_link: false,
-    };
-    let mut protocol = Protocol::Grpc;
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if matches!(flag.as_str(), "-h" | "--help") {
-            println!("usage: {usage}\n\nexport options:\n{EXPORT_USAGE}");
-            std::process::exit(0);
-        }
-        if flag == "--perfetto-link" {
-            args.perfetto_link = true;
-            continue;
-        }
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--logdir" => args.logdir = PathBuf::from(value),
-            "--steps" => args.steps = number(&flag, &value)?,
-            "--format" => {
-                args.formats = ExportFormat::parse_list(&value).map_err(|e| e.to_string())?
-            }
-            "--otlp" => args.otlp = Some(OtlpOptions::new(value)),
-            "--otlp-protocol" => {
-                protocol = value.parse().map_err(|e: prof::Error| e.to_string())?
-            }
-            other => {
-                if !extra(other, &value)? {
-                    return Err(format!("unknown argument {other}; try --help"));
-                }
-            }
-        }
-    }
-    if let Some(otlp) = args.otlp.take() {
-        let service = std::env::args()
-            .next()
-            .and_then(|p| Some(Path::new(&p).file_stem()?.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "prof-example".to_owned());
-        args.otlp = Some(otlp.protocol(protocol).service_name(service));
-    }
-    Ok(args)
+    /// Also write these beside the .xplane.pb: perfetto, chrome, chrome.gz
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    format: Vec<ExportFormat>,
+    /// Send the spans to an OpenTelemetry collector (http://HOST:4317)
+    #[arg(long, value_name = "ENDPOINT", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp: Option<String>,
+    /// OTLP protocol: grpc or http/protobuf
+    #[arg(
+        long,
+        value_name = "PROTOCOL",
+        default_value = "grpc",
+        env = "OTEL_EXPORTER_OTLP_PROTOCOL"
+    )]
+    otlp_protocol: Protocol,
+    /// Serve the Perfetto trace once to ui.perfetto.dev and print the link
+    #[arg(long)]
+    perfetto_link: bool,
+    #[command(flatten)]
+    extra: E,
 }
 
-/// `value` of `flag` as a number, or an error naming both.
-pub fn number(flag: &str, value: &str) -> Result<u32, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag} {value}: not a number"))
+/// For examples with no flags of their own.
+#[derive(clap::Args)]
+pub struct NoExtra {}
+
+/// Parses the common flags (`--steps` defaulting to `default_steps`) and the
+/// example's own; `--help` describes both, bad usage exits 2.
+pub fn parse<E: clap::Args>(
+    name: &'static str,
+    about: &'static str,
+    default_steps: u32,
+) -> (Args, E) {
+    let command = Cli::<E>::command()
+        .name(name)
+        .about(about)
+        .mut_arg("steps", |a| {
+            a.default_value(default_steps.to_string()).required(false)
+        });
+    let cli = Cli::<E>::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
+    let otlp = cli.otlp.map(|endpoint| {
+        OtlpOptions::new(endpoint)
+            .protocol(cli.otlp_protocol)
+            .service_name(name)
+    });
+    let args = Args {
+        logdir: cli.logdir,
+        steps: cli.steps,
+        formats: cli.format,
+        otlp,
+        perfetto_link: cli.perfetto_link,
+    };
+    (args, cli.extra)
 }
 
 /// Prints where the profile went, `stats` (one line about what it holds), its
