@@ -1,8 +1,6 @@
-//! The recording engine of [prof](https://github.com/prof-rs/prof), a profiler for Rust
-//! machine-learning stacks.
+#![doc = include_str!("../README.md")]
 //!
-//! Most users depend on the `prof` facade crate, which re-exports what is here and adds
-//! the exporters. This crate holds what every part of prof shares:
+//! What every part of prof shares:
 //!
 //! - **annotations** ([`trace!`], [`Trace`], [`set_metadata!`]): events on the current
 //!   thread's timeline, with fields; the ones carrying `step_num` are training steps;
@@ -30,20 +28,6 @@
 //! Anything that makes an annotation touch memory shared between threads: a global
 //! counter per event, a `Mutex` around the buffer, or storing names as `String`. The
 //! buffer module's documentation says how records stay thread-local.
-//!
-//! ```
-//! use profiler_core::{session, trace, ProfileOptions};
-//!
-//! session::start(ProfileOptions::default(), None)?;
-//! for step in 0..2 {
-//!     let _t = trace!("Train", step_num = step);
-//!     let _f = trace!("forward");
-//! }
-//! let profile = session::stop()?;
-//! assert_eq!(profile.steps(), [0, 1]);
-//! assert_eq!(profile.event_count(), 4);
-//! # Ok::<(), profiler_core::Error>(())
-//! ```
 
 // Modules in reading order, bottom up; each imports only from those before it (the
 // test in tests/layers.rs holds the crate to that).

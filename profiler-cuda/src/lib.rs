@@ -1,5 +1,4 @@
-//! prof's GPU tracer: CUPTI activity records, read through cudarc, as the
-//! `/device:GPU:<n>` planes XProf shows for TensorFlow and JAX.
+#![doc = include_str!("../README.md")]
 //!
 //! [`register`] adds the tracer to every later prof session (the `prof` facade does it
 //! under its `cuda` feature). While a session runs with `device_tracer_level >= 1` the

@@ -1,5 +1,6 @@
-//! prof's writers: everything that turns a recorded [`Profile`] into files other tools
-//! read, or sends it to them.
+#![doc = include_str!("../README.md")]
+//!
+//! What is here:
 //!
 //! - [`logdir`]: a TensorBoard/XProf logdir, `<logdir>/plugins/profile/<run>/<host>.xplane.pb`,
 //!   laid out exactly as TensorFlow and JAX lay theirs out; [`xplane`] encodes one file;

@@ -1,5 +1,4 @@
-//! Attribute macros of [prof](https://github.com/prof-rs/prof). Use them through the
-//! `prof` crate: `#[prof::instrument]`.
+#![doc = include_str!("../README.md")]
 //!
 //! `#[prof::instrument]` records every call of a function as an event named after it,
 //! through prof's own annotation path (not the `tracing` dispatcher): while no session

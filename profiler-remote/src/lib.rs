@@ -1,6 +1,6 @@
-//! Remote, on-demand capture for [prof](https://github.com/prof-rs/prof), over the real
-//! `tensorflow.ProfilerService` gRPC protocol that TensorBoard/XProf, JAX and
-//! TensorFlow speak.
+#![doc = include_str!("../README.md")]
+//!
+//! What is here:
 //!
 //! - [`server`]: `server::start(6009)` in a Rust program lets TensorBoard/XProf's
 //!   Capture button, `python -m jax.collect_profile` or `capture-profile` profile it;

@@ -28,7 +28,7 @@ const MAX_DELAY_MS: u64 = 3600 * 1000;
 
 /// Captures a profile from running programs that serve tensorflow.ProfilerService
 /// (prof::server::start, jax.profiler.start_server, tf.profiler.experimental.server)
-/// into LOGDIR/plugins/profile/<run>/<host>.xplane.pb, one file per host.
+/// into LOGDIR/plugins/profile/RUN/HOST.xplane.pb, one file per host.
 #[derive(Debug, Parser)]
 #[command(
     name = "capture-profile",
