@@ -44,8 +44,8 @@ async fn load_batch(loader: u32, index: u32) -> Batch {
     .await;
     let mut samples = decode(&bytes);
     tokio::task::yield_now().await;
-    tracing::info_span!("augment", flip = index % 2 == 0).in_scope(|| {
-        if index % 2 == 0 {
+    tracing::info_span!("augment", flip = index.is_multiple_of(2)).in_scope(|| {
+        if index.is_multiple_of(2) {
             samples.reverse();
         }
         for s in &mut samples {

@@ -118,7 +118,7 @@ mod tests {
         ];
         slot(buffer, seq).write(words);
         let pos = seq % buffer.ring.load(Ordering::Relaxed);
-        if pos % CHUNK_SLOTS as u64 == 0 {
+        if pos.is_multiple_of(CHUNK_SLOTS as u64) {
             chunk(buffer, pos as usize / CHUNK_SLOTS)
                 .first_head
                 .store(seq, Ordering::Relaxed);

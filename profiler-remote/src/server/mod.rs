@@ -97,7 +97,10 @@ impl ServerBuilder {
                     let listener = match tokio::net::TcpListener::from_std(listener) {
                         Ok(l) => l,
                         Err(e) => {
-                            eprintln!("prof: profiler server on {local_addr} failed: {e}");
+                            tracing::error!(
+                                target: profiler_core::log::TARGET,
+                                "profiler server on {local_addr} failed: {e}"
+                            );
                             return;
                         }
                     };
@@ -109,7 +112,10 @@ impl ServerBuilder {
                         })
                         .await;
                     if let Err(e) = served {
-                        eprintln!("prof: profiler server on {local_addr} stopped: {e}");
+                        tracing::error!(
+                            target: profiler_core::log::TARGET,
+                            "profiler server on {local_addr} stopped: {e}"
+                        );
                     }
                 });
                 // In-flight captures are cancelled, which stops their sessions.
