@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "error",
             "field",
             "gate",
+            "log",
             "options",
             "profile",
             "reentry",

@@ -1,0 +1,52 @@
+//! What every exporter target does with a space: each writer and the summary, whose
+//! only allowed outcome is `Ok` or an I/O error (never a panic, a hang or unbounded
+//! memory; libFuzzer's `-timeout` and `-rss_limit_mb` catch the last two).
+
+#![allow(dead_code)] // each target uses part of it
+
+use std::io;
+
+use profiler_core::xspace::XSpace;
+use profiler_core::Profile;
+use profiler_export::summary::{GroupBy, SortBy, Summary, SummaryOptions};
+use profiler_export::{chrome, perfetto};
+
+/// Runs Perfetto, Chrome JSON and the summary (table, JSON, CSV) on `space`, writing
+/// to `io::sink()`.
+pub fn exporters(space: XSpace) {
+    let _ = perfetto::write_to(&space, io::sink());
+    let _ = chrome::write_to(&space, io::sink());
+    let profile = Profile::new(space);
+    summaries(&profile, &[SummaryOptions::default()]);
+}
+
+/// Each summary of `profile` rendered three ways.
+pub fn summaries(profile: &Profile, options: &[SummaryOptions]) {
+    for options in options {
+        let summary = Summary::of(profile, options);
+        let _ = summary.table();
+        let _ = summary.to_json();
+        let _ = summary.to_csv();
+    }
+}
+
+/// The summary options a structured input picks from: every grouping, every column.
+pub fn options(pick: u8) -> SummaryOptions {
+    const COLUMNS: [SortBy; 7] = [
+        SortBy::Name,
+        SortBy::Count,
+        SortBy::Total,
+        SortBy::SelfTime,
+        SortBy::Min,
+        SortBy::Max,
+        SortBy::Mean,
+    ];
+    let mut options = SummaryOptions::default().sort_by(COLUMNS[usize::from(pick) % 7]);
+    if pick & 0x08 != 0 {
+        options = options.group_by(GroupBy::Step);
+    }
+    if pick & 0x10 != 0 {
+        options = options.limit(usize::from(pick >> 5));
+    }
+    options
+}
