@@ -7,7 +7,11 @@
 //! for a minute-long capture sends nothing either, and must keep its connection. A
 //! connection that arrives when all places are taken closes the one idle longest to
 //! make room, so idle connections (a scan, a client that leaked them) cannot lock the
-//! Capture button out; only when every connection has a call running is it refused.
+//! Capture button out. A connection idle for less than [`EVICT_GRACE`] is not closed
+//! (it may be a client about to send its call): the newcomer waits for one to qualify
+//! (at most [`ADMIT_WAIT`]), holding later arrivals in the kernel's queue, so a burst
+//! of connections turns into a queue rather than evictions of each other's callers.
+//! Only when every connection has a call running is the newcomer refused at once.
 //!
 //! tonic's own accept loop retries a failed `accept` at once, which at `EMFILE` (the
 //! pending connection stays queued) spins a core and starves every other task.
@@ -26,8 +30,10 @@ use tokio::sync::{mpsc, Notify};
 use tokio::time::{Instant, Sleep};
 use tonic::transport::server::Connected;
 
-/// How long a new connection waits for an evicted one to close before it is refused.
-const ADMIT_WAIT: Duration = Duration::from_secs(1);
+/// How long a new connection waits for room before it is refused.
+const ADMIT_WAIT: Duration = Duration::from_secs(2);
+/// A connection idle for less than this is not closed to make room.
+const EVICT_GRACE: Duration = Duration::from_millis(500);
 /// First and longest pause after an `accept` that failed for want of resources.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -137,8 +143,9 @@ impl Drop for InFlight {
 
 enum Admit {
     Opened(Arc<Link>),
-    /// A connection is closing to make room.
-    Wait,
+    /// A connection is closing to make room, or (with a time) one will be idle long
+    /// enough to close then.
+    Wait(Option<Instant>),
     /// Every connection has a call running.
     Full,
 }
@@ -174,19 +181,21 @@ impl Conns {
             return Admit::Opened(link);
         }
         if open.iter().any(|l| l.evicting.load(Ordering::Relaxed)) {
-            return Admit::Wait;
+            return Admit::Wait(None);
         }
-        match open
+        let Some(idlest) = open
             .iter()
             .filter(|l| !l.busy())
             .min_by_key(|l| l.last_active())
-        {
-            Some(idlest) => {
-                idlest.evict();
-                Admit::Wait
-            }
-            None => Admit::Full,
+        else {
+            return Admit::Full;
+        };
+        let evictable_at = idlest.last_active() + EVICT_GRACE;
+        if evictable_at > Instant::now() {
+            return Admit::Wait(Some(evictable_at));
         }
+        idlest.evict();
+        Admit::Wait(None)
     }
 
     /// Makes room for `stream` if need be; `None` (and the stream closed) when none
@@ -201,10 +210,13 @@ impl Conns {
             match self.try_open() {
                 Admit::Opened(link) => return Some(Conn::new(stream, link, self.clone())),
                 Admit::Full => return None,
-                Admit::Wait => {
-                    if tokio::time::timeout_at(deadline, closed).await.is_err() {
+                Admit::Wait(until) => {
+                    if Instant::now() >= deadline {
                         return None;
                     }
+                    let until = until.map_or(deadline, |t| t.min(deadline));
+                    // Either a connection closed or one became old enough to close.
+                    let _ = tokio::time::timeout_at(until, closed).await;
                 }
             }
         }

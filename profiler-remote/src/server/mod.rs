@@ -40,9 +40,11 @@
 //! - **Early `Terminate`s** (one that arrives before its `Profile`, which then ends at
 //!   once, as in TSL): at most 64 remembered, each for 10 s.
 //! - **Connections**: at most 32 open; one whose peer sends nothing for 30 s while
-//!   no call of it runs is closed; at the limit a new connection closes the one idle
-//!   longest (so idle connections cannot lock the Capture button out), and is refused
-//!   only when every connection has a call running. When the process is out of file
+//!   no call of it runs is closed. At the limit a new connection closes the one idle
+//!   longest, so idle connections cannot lock the Capture button out; one idle for
+//!   less than 0.5 s is left to send its call, and the newcomer waits for room (2 s
+//!   at most, later arrivals queued by the kernel). It is refused at once only when
+//!   every connection has a call running. When the process is out of file
 //!   descriptors the accept loop backs off (10 ms to 1 s) instead of spinning.
 //! - **Stopping** waits at most about a second for calls in flight; a capture cut
 //!   short stops its session.
