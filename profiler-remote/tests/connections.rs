@@ -201,3 +201,29 @@ fn out_of_descriptors_child() {
         "serves again once descriptors are free: {captured:?}"
     );
 }
+
+/// Stopping no longer waits for a capture in flight to finish: it is cancelled after
+/// about a second, and its session stops.
+#[test]
+fn stopping_cancels_a_capture_in_flight() {
+    let _s = serial();
+    let (server, addr) = serve();
+    let capture =
+        std::thread::spawn(move || runtime().block_on(client::capture(&addr, &quick(30_000))));
+    assert!(eventually(
+        Duration::from_secs(5),
+        profiler_core::session::is_running
+    ));
+    let started = Instant::now();
+    server.stop();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stop took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !profiler_core::session::is_running(),
+        "the capture's session stopped"
+    );
+    assert!(capture.join().expect("client").is_err());
+}

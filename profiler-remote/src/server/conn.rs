@@ -117,17 +117,10 @@ pub(super) struct ConnInfo(Arc<Link>);
 pub(super) struct InFlight(Arc<Link>);
 
 impl InFlight {
-    /// The mark for a request, when it came through [`Conns`] (with or without TLS).
+    /// The mark for a request, when it came through [`Conns`] (tonic hands the
+    /// connection's info to requests over TLS too).
     pub(super) fn of<T>(request: &tonic::Request<T>) -> Option<InFlight> {
-        let extensions = request.extensions();
-        let info = extensions.get::<ConnInfo>();
-        #[cfg(feature = "tls")]
-        let info = info.or_else(|| {
-            extensions
-                .get::<tonic::transport::server::TlsConnectInfo<ConnInfo>>()
-                .map(|tls| tls.get_ref())
-        });
-        let link = Arc::clone(&info?.0);
+        let link = Arc::clone(&request.extensions().get::<ConnInfo>()?.0);
         link.in_flight.fetch_add(1, Ordering::AcqRel);
         link.touch();
         Some(InFlight(link))

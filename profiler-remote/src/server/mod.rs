@@ -64,7 +64,7 @@
 //! **Beyond loopback**, anyone who reaches the port can profile the process. Give the
 //! server a [`bearer_token`](ServerBuilder::bearer_token) (calls without
 //! `authorization: Bearer <token>` get UNAUTHENTICATED) and, with the `tls` feature,
-//! a certificate ([`ServerBuilder::tls`]) so the token and the profiles are not sent
+//! a certificate (`ServerBuilder::tls`) so the token and the profiles are not sent
 //! in clear; [`crate::client::Connection`] carries both on the client side.
 //!
 //! ```no_run
