@@ -29,7 +29,8 @@
 //!   HTTP/2 headers up to 16 KiB, 8 concurrent calls per connection.
 //! - **Strings**: session ids (also `Terminate`'s) and file names up to 255 bytes,
 //!   `repository_root` up to 4096, `advanced_configuration` up to 64 entries with
-//!   keys up to 64 bytes. Error messages quote at most 64 bytes of what was sent.
+//!   keys up to 64 bytes and strings up to 1 KiB. Error messages quote at most 64
+//!   bytes of what was sent, with its length.
 //! - **Captures**: a delay (`opts.start_timestamp_ns`) up to 60 s, since the one
 //!   capture slot is held while waiting (clients send 0 to a few seconds); a duration
 //!   up to 10 min; `max_events` up to 8 Mi records (256 MiB). Every check, including
