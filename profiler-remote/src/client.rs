@@ -36,6 +36,44 @@ pub struct CaptureRequest {
     pub session_id: String,
     /// Where a server that ignores `emit_xspace` writes, on its machine.
     pub repository_root: String,
+    /// How to reach the server: a bearer token, TLS.
+    pub connection: Connection,
+}
+
+/// How to reach a server beyond plain HTTP/2: the credentials and transport security
+/// a server started with `ServerBuilder::bearer_token` and `ServerBuilder::tls`
+/// expects. The default is plaintext without a token, which every JAX and TensorFlow
+/// server speaks.
+#[derive(Clone, Default)]
+pub struct Connection {
+    /// Sent with every call as `authorization: Bearer <token>`.
+    pub bearer_token: Option<String>,
+    /// Connect over TLS (needs this crate's `tls` feature).
+    pub tls: Option<ClientTls>,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// TLS settings for a [`Connection`].
+#[derive(Clone, Debug, Default)]
+pub struct ClientTls {
+    /// The PEM certificate(s) to trust for the server: its own certificate when
+    /// self-signed, else the authority that signed it. Empty: the server's certificate
+    /// is checked against nothing and the connection fails.
+    pub ca_certificate_pem: Vec<u8>,
+    /// The name the server's certificate must carry, when it is not the host in the
+    /// address (e.g. the address is an IP and the certificate names `localhost`).
+    pub domain_name: Option<String>,
 }
 
 impl Default for CaptureRequest {
@@ -49,6 +87,7 @@ impl Default for CaptureRequest {
             advanced_configuration: BTreeMap::new(),
             session_id: profiler_export::logdir::run_name(),
             repository_root: format!("logs/{}", profiler_export::logdir::PROFILE_PLUGIN_DIR),
+            connection: Connection::default(),
         }
     }
 }
@@ -68,7 +107,9 @@ pub enum Captured {
 /// Why a capture failed, in the terms a user acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CaptureError {
-    /// The address is not `HOST:PORT`.
+    /// The address is not `HOST:PORT`, or the connection settings cannot be used (a
+    /// token that cannot travel in a header, TLS without the `tls` feature, an
+    /// unreadable certificate).
     BadAddress(String),
     /// Nothing answers there (refused, unresolvable, unreachable).
     Unreachable(String),
@@ -162,7 +203,65 @@ fn classify(status: &tonic::Status) -> CaptureError {
     }
 }
 
-/// Captures once from the server at `address` (`HOST:PORT`).
+/// The endpoint for `address` with `connection`'s TLS, if any.
+fn endpoint(
+    address: &str,
+    connection: &Connection,
+) -> Result<tonic::transport::Endpoint, CaptureError> {
+    let mut uri = endpoint_uri(address)?;
+    if connection.tls.is_some() {
+        uri = uri.replacen("http://", "https://", 1);
+    }
+    let endpoint = tonic::transport::Endpoint::from_shared(uri)
+        .map_err(|e| CaptureError::BadAddress(format!("{address:?}: {e}")))?;
+    match &connection.tls {
+        None => Ok(endpoint),
+        Some(tls) => with_tls(endpoint, tls),
+    }
+}
+
+#[cfg(feature = "tls")]
+fn with_tls(
+    endpoint: tonic::transport::Endpoint,
+    tls: &ClientTls,
+) -> Result<tonic::transport::Endpoint, CaptureError> {
+    let mut config = tonic::transport::ClientTlsConfig::new().ca_certificate(
+        tonic::transport::Certificate::from_pem(&tls.ca_certificate_pem),
+    );
+    if let Some(name) = &tls.domain_name {
+        config = config.domain_name(name.clone());
+    }
+    endpoint
+        .tls_config(config)
+        .map_err(|e| CaptureError::BadAddress(format!("TLS settings: {e}")))
+}
+
+#[cfg(not(feature = "tls"))]
+fn with_tls(
+    _endpoint: tonic::transport::Endpoint,
+    _tls: &ClientTls,
+) -> Result<tonic::transport::Endpoint, CaptureError> {
+    Err(CaptureError::BadAddress(
+        "TLS was asked for, but profiler-remote was built without its `tls` feature".into(),
+    ))
+}
+
+/// The wire request, with the bearer token if there is one.
+fn authorized<T>(message: T, connection: &Connection) -> Result<tonic::Request<T>, CaptureError> {
+    let mut request = tonic::Request::new(message);
+    if let Some(token) = &connection.bearer_token {
+        let value = format!("Bearer {token}").parse().map_err(|_| {
+            CaptureError::BadAddress(
+                "the bearer token cannot travel in a header: use visible ASCII".into(),
+            )
+        })?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
+}
+
+/// Captures once from the server at `address` (`HOST:PORT`), reached as
+/// `request.connection` says.
 ///
 /// The call's deadline is the delay plus the duration plus 30 s for collection and
 /// transfer; connecting gives up after 5 s.
@@ -170,17 +269,15 @@ fn classify(status: &tonic::Status) -> CaptureError {
 /// # Errors
 /// A [`CaptureError`] saying what went wrong.
 pub async fn capture(address: &str, request: &CaptureRequest) -> Result<Captured, CaptureError> {
-    let uri = endpoint_uri(address)?;
     let deadline =
         Duration::from_millis(request.delay_ms + request.duration_ms) + Duration::from_secs(30);
-    let endpoint = tonic::transport::Endpoint::from_shared(uri)
-        .map_err(|e| CaptureError::BadAddress(format!("{address:?}: {e}")))?
+    let endpoint = endpoint(address, &request.connection)?
         .connect_timeout(Duration::from_secs(5))
         .timeout(deadline);
     let channel = endpoint
         .connect()
         .await
-        .map_err(|e| CaptureError::Unreachable(format!("{address}: {e}")))?;
+        .map_err(|e| CaptureError::Unreachable(format!("{address}: {}", error_chain(&e))))?;
     let mut client = ProfilerServiceClient::new(channel)
         .max_decoding_message_size(1 << 30)
         .max_encoding_message_size(64 << 20);
@@ -196,7 +293,7 @@ pub async fn capture(address: &str, request: &CaptureRequest) -> Result<Captured
         ..proto::ProfileRequest::default()
     };
     let response = client
-        .profile(wire)
+        .profile(authorized(wire, &request.connection)?)
         .await
         .map_err(|s| classify(&s))?
         .into_inner();
@@ -206,6 +303,19 @@ pub async fn capture(address: &str, request: &CaptureRequest) -> Result<Captured
             empty: response.empty_trace,
         },
     })
+}
+
+/// An error and its sources: tonic's connect error alone says only "transport error",
+/// the reason (refused, a certificate not trusted) is in its sources.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// [`capture`], tried up to `attempts` times while the failure is worth retrying

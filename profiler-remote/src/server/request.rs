@@ -1,6 +1,11 @@
 //! Request validation: a `ProfileRequest` and its advanced configuration become the
 //! session options and the checked capture (duration, start time, where to write) the
 //! service runs, or an `InvalidArgument` naming what is wrong.
+//!
+//! Everything that can refuse a request is checked here, before the capture claims
+//! the server, so a refusal never costs a recorded profile. Messages quote at most
+//! [`QUOTE_BYTES`] of what the client sent: a long string quoted whole would turn the
+//! real error into RESOURCE_EXHAUSTED (the status no longer fits in the trailers).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -10,10 +15,24 @@ use profiler_core::{ConfigValue, ProfileOptions};
 use profiler_export::formats::{self, host_file_stem, ExportFormat};
 use tonic::Status;
 
+use super::output::Writes;
+use super::Limits;
 use crate::proto::{self, advanced_config_value::Value};
 
-/// Longest delay a client may ask for through `start_timestamp_ns`.
-const MAX_DELAY: Duration = Duration::from_secs(3600);
+/// Longest session id or file name: one path component on Linux and macOS (`NAME_MAX`).
+pub(super) const MAX_NAME_BYTES: usize = 255;
+/// Longest `repository_root` (`PATH_MAX`).
+const MAX_ROOT_BYTES: usize = 4096;
+/// Most `advanced_configuration` entries; prof knows a handful of keys.
+const MAX_CONFIG_ENTRIES: usize = 64;
+/// Longest `advanced_configuration` key; prof's are under 40 bytes.
+const MAX_CONFIG_KEY_BYTES: usize = 64;
+/// Longest string value in `advanced_configuration`.
+const MAX_CONFIG_STRING_BYTES: usize = 1024;
+/// How much of a client's string an error message quotes.
+pub(super) const QUOTE_BYTES: usize = 64;
+/// Longest message built from another component's error (which may quote a value).
+const MAX_MESSAGE_BYTES: usize = 512;
 
 /// A validated `Profile` request.
 #[derive(Debug)]
@@ -30,8 +49,46 @@ pub(super) fn invalid(message: String) -> Status {
     Status::invalid_argument(message)
 }
 
+/// `value` quoted for an error message: whole when short, else its first
+/// [`QUOTE_BYTES`] and its length.
+pub(super) fn quote(value: &str) -> String {
+    if value.len() <= QUOTE_BYTES {
+        return format!("{value:?}");
+    }
+    let mut end = QUOTE_BYTES;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}… ({} bytes)", &value[..end], value.len())
+}
+
+/// `message` cut to [`MAX_MESSAGE_BYTES`], for messages other code built from client
+/// input.
+pub(super) fn clip(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message.to_owned();
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &message[..end], message.len())
+}
+
+/// `value` is at most `max` bytes.
+pub(super) fn check_len(what: &str, value: &str, max: usize) -> Result<(), Status> {
+    if value.len() > max {
+        return Err(invalid(format!(
+            "{what} {} is too long: at most {max} bytes",
+            quote(value)
+        )));
+    }
+    Ok(())
+}
+
 /// A path component a client chose: one plain name, never a way out of the root.
 fn check_component(what: &str, value: &str) -> Result<(), Status> {
+    check_len(what, value, MAX_NAME_BYTES)?;
     let mut components = Path::new(value).components();
     let plain = matches!(
         (components.next(), components.next()),
@@ -45,7 +102,8 @@ fn check_component(what: &str, value: &str) -> Result<(), Status> {
 
 fn not_plain(what: &str, value: &str) -> Status {
     invalid(format!(
-        "{what} {value:?} is not a plain name: it must not be empty, absolute, `..`, or contain path separators"
+        "{what} {} is not a plain name: it must not be empty, absolute, `..`, or contain path separators",
+        quote(value)
     ))
 }
 
@@ -54,6 +112,7 @@ fn not_plain(what: &str, value: &str) -> Status {
 /// else that could leave the directory; a client sending such a name asked for a file
 /// it would not get, so it is refused rather than written under another name.
 fn check_host(host: &str) -> Result<(), Status> {
+    check_len("host name", host, MAX_NAME_BYTES)?;
     let stem = host_file_stem(host);
     // The stem maps ASCII to ASCII, so it lines up byte for byte unless it was replaced.
     let only_colons_renamed = stem.len() == host.len()
@@ -67,15 +126,55 @@ fn check_host(host: &str) -> Result<(), Status> {
     Ok(())
 }
 
+/// The file's name must fit in one path component, or the write fails after the
+/// capture ran.
+fn check_file_name(host: &str, file: &Path) -> Result<(), Status> {
+    let name_len = file.file_name().map_or(0, |n| n.len());
+    if name_len > MAX_NAME_BYTES {
+        return Err(invalid(format!(
+            "host name {} makes a file name of {name_len} bytes: at most {MAX_NAME_BYTES}",
+            quote(host)
+        )));
+    }
+    Ok(())
+}
+
 fn config_value(key: &str, value: &proto::AdvancedConfigValue) -> Result<ConfigValue, Status> {
     match &value.value {
-        Some(Value::StringValue(s)) => Ok(ConfigValue::Str(s.clone())),
+        Some(Value::StringValue(s)) => {
+            check_len(
+                &format!("advanced_configuration {}", quote(key)),
+                s,
+                MAX_CONFIG_STRING_BYTES,
+            )?;
+            Ok(ConfigValue::Str(s.clone()))
+        }
         Some(Value::BoolValue(b)) => Ok(ConfigValue::Bool(*b)),
         Some(Value::Int64Value(i)) => Ok(ConfigValue::Int(*i)),
         None => Err(invalid(format!(
-            "advanced_configuration {key:?} has no value"
+            "advanced_configuration {} has no value",
+            quote(key)
         ))),
     }
+}
+
+fn advanced_configuration(
+    opts: &proto::ProfileOptions,
+) -> Result<BTreeMap<String, ConfigValue>, Status> {
+    let entries = &opts.advanced_configuration;
+    if entries.len() > MAX_CONFIG_ENTRIES {
+        return Err(invalid(format!(
+            "advanced_configuration has {} entries: at most {MAX_CONFIG_ENTRIES}",
+            entries.len()
+        )));
+    }
+    entries
+        .iter()
+        .map(|(k, v)| {
+            check_len("advanced_configuration key", k, MAX_CONFIG_KEY_BYTES)?;
+            Ok((k.clone(), config_value(k, v)?))
+        })
+        .collect()
 }
 
 /// What a `ProfileRequest` asks for, read once for captures and the flight recorder.
@@ -98,12 +197,7 @@ pub(super) fn request_options(request: &proto::ProfileRequest) -> Result<Request
     if opts.version > 0 {
         options.host_tracer_level = opts.host_tracer_level;
         options.device_tracer_level = opts.device_tracer_level;
-        let advanced: Result<BTreeMap<_, _>, Status> = opts
-            .advanced_configuration
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), config_value(k, v)?)))
-            .collect();
-        options.advanced_configuration = advanced?;
+        options.advanced_configuration = advanced_configuration(opts)?;
         if opts.start_timestamp_ns > 0 {
             start_at = Some(UNIX_EPOCH + Duration::from_nanos(opts.start_timestamp_ns));
         }
@@ -113,7 +207,7 @@ pub(super) fn request_options(request: &proto::ProfileRequest) -> Result<Request
     }
     options
         .validate()
-        .map_err(|e| invalid(format!("ProfileRequest.opts: {e}")))?;
+        .map_err(|e| invalid(clip(&format!("ProfileRequest.opts: {e}"))))?;
     let duration_ms = if opts.duration_ms > 0 {
         opts.duration_ms
     } else {
@@ -126,50 +220,105 @@ pub(super) fn request_options(request: &proto::ProfileRequest) -> Result<Request
     })
 }
 
+/// A start time further away than `max_delay` would hold the server's only capture
+/// slot all that time, refusing every other capture.
+fn check_delay(start_at: Option<SystemTime>, max_delay: Duration) -> Result<(), Status> {
+    let Some(at) = start_at else {
+        return Ok(());
+    };
+    let delay = at.duration_since(SystemTime::now()).unwrap_or_default();
+    if delay > max_delay {
+        return Err(invalid(format!(
+            "opts.start_timestamp_ns is {} s away: this server waits at most {} s before a capture (Limits::max_delay); clocks differ, or the delay is a mistake",
+            delay.as_secs(),
+            max_delay.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+fn check_capture_limits(
+    request: &proto::ProfileRequest,
+    duration_ms: u64,
+    limits: &Limits,
+) -> Result<(), Status> {
+    if duration_ms == 0 {
+        return Err(invalid(
+            "duration_ms is 0 (in ProfileRequest.opts and in ProfileRequest): say how long to capture".into(),
+        ));
+    }
+    if Duration::from_millis(duration_ms) > limits.max_duration {
+        return Err(invalid(format!(
+            "duration_ms = {duration_ms} is over this server's limit of {} ms (Limits::max_duration)",
+            limits.max_duration.as_millis()
+        )));
+    }
+    if request.max_events > limits.max_events {
+        return Err(invalid(format!(
+            "max_events = {} is over this server's limit of {} records (Limits::max_events)",
+            request.max_events, limits.max_events
+        )));
+    }
+    Ok(())
+}
+
+/// The session id a request names: its own, else its options'.
+fn session_id(request: &proto::ProfileRequest) -> Result<String, Status> {
+    let id = match &request.opts {
+        Some(opts) if request.session_id.is_empty() => &opts.session_id,
+        _ => &request.session_id,
+    };
+    check_len("session_id", id, MAX_NAME_BYTES)?;
+    Ok(id.clone())
+}
+
+/// Where a capture that the server writes goes: `repository_root/session_id/<host>`,
+/// the root as the server's [`Writes`] allows it.
+fn target_file(
+    request: &proto::ProfileRequest,
+    session_id: &str,
+    writes: &Writes,
+) -> Result<PathBuf, Status> {
+    if request.repository_root.is_empty() {
+        return Err(invalid(
+            "repository_root is empty: say where to write, or set emit_xspace".into(),
+        ));
+    }
+    check_len("repository_root", &request.repository_root, MAX_ROOT_BYTES)?;
+    check_component("session_id", session_id)?;
+    let override_hostname = request
+        .opts
+        .as_ref()
+        .map_or("", |o| o.override_hostname.as_str());
+    let host = [override_hostname, request.host_name.as_str()]
+        .into_iter()
+        .find(|h| !h.is_empty())
+        .map_or_else(profiler_core::host_name, str::to_owned);
+    check_host(&host)?;
+    let root = writes.resolve(&request.repository_root)?;
+    let file = formats::host_file(&root.join(session_id), &host, ExportFormat::XPlane);
+    check_file_name(&host, &file)?;
+    Ok(file)
+}
+
 impl Capture {
-    pub(super) fn from_request(request: &proto::ProfileRequest) -> Result<Capture, Status> {
-        let default = proto::ProfileOptions::default();
-        let opts = request.opts.as_ref().unwrap_or(&default);
+    pub(super) fn from_request(
+        request: &proto::ProfileRequest,
+        limits: &Limits,
+        writes: &Writes,
+    ) -> Result<Capture, Status> {
         let Requested {
             options,
             start_at,
             duration_ms,
         } = request_options(request)?;
-        if duration_ms == 0 {
-            return Err(invalid(
-                "duration_ms is 0 (in ProfileRequest.opts and in ProfileRequest): say how long to capture".into(),
-            ));
-        }
-        if let Some(at) = start_at {
-            if at.duration_since(SystemTime::now()).unwrap_or_default() > MAX_DELAY {
-                return Err(invalid(format!(
-                    "opts.start_timestamp_ns is more than {} s away: clocks differ, or the delay is a mistake",
-                    MAX_DELAY.as_secs()
-                )));
-            }
-        }
-        let session_id = if request.session_id.is_empty() {
-            opts.session_id.clone()
-        } else {
-            request.session_id.clone()
-        };
+        check_capture_limits(request, duration_ms, limits)?;
+        check_delay(start_at, limits.max_delay)?;
+        let session_id = session_id(request)?;
         let file = if request.emit_xspace {
             None
         } else {
-            if request.repository_root.is_empty() {
-                return Err(invalid(
-                    "repository_root is empty: say where to write, or set emit_xspace".into(),
-                ));
-            }
-            check_component("session_id", &session_id)?;
-            let host = [&opts.override_hostname, &request.host_name]
-                .into_iter()
-                .find(|h| !h.is_empty())
-                .cloned()
-                .unwrap_or_else(profiler_core::host_name);
-            check_host(&host)?;
-            let dir = Path::new(&request.repository_root).join(&session_id);
-            Some(formats::host_file(&dir, &host, ExportFormat::XPlane))
+            Some(target_file(request, &session_id, writes)?)
         };
         Ok(Capture {
             options,
@@ -178,5 +327,21 @@ impl Capture {
             session_id,
             file,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_keep_short_strings_and_cut_long_ones_at_a_character() {
+        assert_eq!(quote("abc"), "\"abc\"");
+        let long = "é".repeat(100);
+        let quoted = quote(&long);
+        assert!(quoted.ends_with("… (200 bytes)"), "{quoted}");
+        assert!(quoted.len() < QUOTE_BYTES + 30, "{quoted}");
+        assert_eq!(clip("short"), "short");
+        assert!(clip(&"x".repeat(10_000)).len() < MAX_MESSAGE_BYTES + 30);
     }
 }

@@ -1,9 +1,9 @@
 //! The `tensorflow.ProfilerService` implementation: the RPC handlers, and the
 //! bookkeeping that keeps to one capture at a time and lets `Terminate` end one.
 
-use std::collections::HashSet;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::{session, ErrorKind, Profile};
@@ -12,27 +12,92 @@ use tonic::{Request, Response, Status};
 
 use crate::proto;
 use crate::rpc::profiler_service_server::ProfilerService;
-use crate::server::request::{invalid, request_options, Capture};
+use crate::server::conn::InFlight;
+use crate::server::output::{Output, Writes};
+use crate::server::request::{check_len, clip, invalid, request_options, Capture, MAX_NAME_BYTES};
+use crate::server::Limits;
 
 /// The message real servers answer a second concurrent capture with; clients and
 /// `capture-profile` recognise it.
 pub const BUSY: &str = "Another profiling session active.";
 
+/// `Terminate` calls that came before their `Profile`, which then ends at once, as in
+/// TSL. TSL keeps them forever; here they expire and there are at most `cap` of them,
+/// the oldest making way, so a client cannot grow the process with them.
+#[derive(Debug)]
+struct EarlyTerminations {
+    entries: VecDeque<(Instant, String)>,
+    cap: usize,
+    ttl: Duration,
+}
+
+impl EarlyTerminations {
+    fn new(limits: &Limits) -> EarlyTerminations {
+        EarlyTerminations {
+            entries: VecDeque::new(),
+            cap: limits.early_terminations,
+            ttl: limits.early_termination_ttl,
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while let Some((at, _)) = self.entries.front() {
+            if now.duration_since(*at) < self.ttl {
+                break;
+            }
+            self.entries.pop_front();
+        }
+    }
+
+    fn insert(&mut self, session_id: String) {
+        let now = Instant::now();
+        self.expire(now);
+        self.entries.retain(|(_, id)| *id != session_id);
+        if self.cap == 0 {
+            return;
+        }
+        while self.entries.len() >= self.cap {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((now, session_id));
+    }
+
+    /// Whether `session_id` was terminated early (and forgets it).
+    fn take(&mut self, session_id: &str) -> bool {
+        self.expire(Instant::now());
+        let before = self.entries.len();
+        self.entries.retain(|(_, id)| id != session_id);
+        self.entries.len() < before
+    }
+}
+
 /// Captures in progress and early terminations.
-#[derive(Default)]
+#[derive(Debug)]
 struct Captures {
     /// Session id of the running capture, and how to end it early.
     active: Option<(String, Arc<Notify>)>,
-    /// `Terminate` calls that came before their `Profile`: it ends at once, as in TSL.
-    terminated_early: HashSet<String>,
+    terminated_early: EarlyTerminations,
 }
 
-#[derive(Default)]
 pub(super) struct Service {
     captures: Arc<Mutex<Captures>>,
+    limits: Limits,
+    writes: Writes,
 }
 
 impl Service {
+    pub(super) fn new(limits: Limits, writes: Writes) -> Service {
+        let captures = Captures {
+            active: None,
+            terminated_early: EarlyTerminations::new(&limits),
+        };
+        Service {
+            captures: Arc::new(Mutex::new(captures)),
+            limits,
+            writes,
+        }
+    }
+
     fn captures(&self) -> std::sync::MutexGuard<'_, Captures> {
         self.captures.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -61,21 +126,30 @@ fn busy() -> Status {
 }
 
 impl Service {
-    async fn capture(&self, capture: Capture) -> Result<Profile, Status> {
+    /// Claims the server for `capture`, or says it is busy.
+    fn claim(&self, session_id: &str, stop: &Arc<Notify>) -> Result<Claim, Status> {
+        let mut captures = self.captures();
+        if captures.active.is_some() {
+            return Err(busy());
+        }
+        if captures.terminated_early.take(session_id) {
+            stop.notify_one();
+        }
+        captures.active = Some((session_id.to_owned(), Arc::clone(stop)));
+        Ok(Claim {
+            captures: Arc::clone(&self.captures),
+            recording: false,
+        })
+    }
+
+    /// Runs a capture: claims the server, creates its file (so an unwritable place
+    /// fails before anything is recorded), waits for its start, records.
+    async fn capture(&self, capture: Capture) -> Result<(Profile, Option<Output>), Status> {
         let stop = Arc::new(Notify::new());
-        let mut claim = {
-            let mut captures = self.captures();
-            if captures.active.is_some() {
-                return Err(busy());
-            }
-            if captures.terminated_early.remove(&capture.session_id) {
-                stop.notify_one();
-            }
-            captures.active = Some((capture.session_id.clone(), Arc::clone(&stop)));
-            Claim {
-                captures: Arc::clone(&self.captures),
-                recording: false,
-            }
+        let mut claim = self.claim(&capture.session_id, &stop)?;
+        let output = match &capture.file {
+            Some(file) => Some(Output::create(file, &self.writes)?),
+            None => None,
         };
         if let Some(at) = capture.start_at {
             if let Ok(wait) = at.duration_since(SystemTime::now()) {
@@ -102,7 +176,7 @@ impl Service {
         let profile =
             session::stop().map_err(|e| Status::internal(format!("cannot stop profiling: {e}")))?;
         drop(claim);
-        Ok(profile)
+        Ok((profile, output))
     }
 }
 
@@ -112,30 +186,16 @@ impl ProfilerService for Service {
         &self,
         request: Request<proto::ProfileRequest>,
     ) -> Result<Response<proto::ProfileResponse>, Status> {
-        let request = request.into_inner();
-        let capture = Capture::from_request(&request)?;
-        let file = capture.file.clone();
-        let profile = self.capture(capture).await?;
-        let empty_trace = profile.event_count() == 0;
+        let _in_flight = InFlight::of(&request);
+        let capture = Capture::from_request(request.get_ref(), &self.limits, &self.writes)?;
+        let (profile, output) = self.capture(capture).await?;
         let mut response = proto::ProfileResponse {
-            empty_trace,
+            empty_trace: profile.event_count() == 0,
             ..proto::ProfileResponse::default()
         };
-        match file {
+        match output {
             None => response.xspace = Some(profile.into_xspace()),
-            Some(file) => {
-                let written = file
-                    .parent()
-                    .map_or(Ok(()), std::fs::create_dir_all)
-                    .map_err(|e| e.to_string())
-                    .and_then(|()| {
-                        profiler_export::xplane::write(&file, profile.xspace())
-                            .map_err(|e| e.to_string())
-                    });
-                written.map_err(|e| {
-                    Status::internal(format!("cannot write {}: {e}", file.display()))
-                })?;
-            }
+            Some(output) => output.commit(profile.xspace())?,
         }
         Ok(Response::new(response))
     }
@@ -144,7 +204,10 @@ impl ProfilerService for Service {
         &self,
         request: Request<proto::TerminateRequest>,
     ) -> Result<Response<proto::TerminateResponse>, Status> {
+        let _in_flight = InFlight::of(&request);
         let session_id = request.into_inner().session_id;
+        // Longer ids name no capture this server would run.
+        check_len("session_id", &session_id, MAX_NAME_BYTES)?;
         let mut captures = self.captures();
         match &captures.active {
             Some((active, stop)) if *active == session_id => stop.notify_one(),
@@ -171,8 +234,15 @@ impl ProfilerService for Service {
         &self,
         request: Request<proto::ProfileRequest>,
     ) -> Result<Response<proto::ContinuousProfilingResponse>, Status> {
+        let _in_flight = InFlight::of(&request);
         let request = request.into_inner();
         let requested = request_options(&request)?;
+        if request.max_events > self.limits.max_ring_events {
+            return Err(invalid(format!(
+                "max_events = {} records per thread is over this server's limit of {} (Limits::max_ring_events)",
+                request.max_events, self.limits.max_ring_events
+            )));
+        }
         let mut recorder = FlightRecorder::default();
         if request.max_events > 0 {
             recorder.events_per_thread = request.max_events;
@@ -182,7 +252,7 @@ impl ProfilerService for Service {
         }
         flight_recorder::start(requested.options, recorder).map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Status::already_exists(e.to_string()),
-            _ => invalid(e.to_string()),
+            _ => invalid(clip(&e.to_string())),
         })?;
         Ok(Response::new(proto::ContinuousProfilingResponse {}))
     }
@@ -205,8 +275,9 @@ impl ProfilerService for Service {
     /// `snapshot_session_id` is not needed to find it.
     async fn get_snapshot(
         &self,
-        _request: Request<proto::GetSnapshotRequest>,
+        request: Request<proto::GetSnapshotRequest>,
     ) -> Result<Response<proto::ProfileResponse>, Status> {
+        let _in_flight = InFlight::of(&request);
         if !flight_recorder::is_running() {
             return Err(Status::not_found(
                 "no continuous profiling session is running: call StartContinuousProfiling first",
