@@ -17,7 +17,9 @@ use clap::{CommandFactory, Parser};
 use profiler_core::{ConfigValue, ExportFormat};
 use profiler_export::otlp::{OtlpOptions, Protocol};
 use profiler_export::RunDir;
-use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured};
+use profiler_remote::client::{
+    self, CaptureError, CaptureRequest, Captured, ClientTls, Connection,
+};
 
 use crate::formats::{self, Formats};
 
@@ -108,6 +110,25 @@ pub struct Args {
     /// (waits up to 5 min)
     #[arg(long)]
     pub perfetto_link: bool,
+
+    /// Send `authorization: Bearer TOKEN` with every call (servers started with
+    /// ServerBuilder::bearer_token)
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "PROF_PROFILER_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+
+    /// Connect over TLS, trusting the certificate(s) in this PEM file (the server's own
+    /// when self-signed)
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// The name the server's certificate carries, when it is not the host in the address
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_domain: Option<String>,
 }
 
 /// A validated command line, ready to capture.
@@ -188,6 +209,14 @@ impl Args {
                 return Err(format!("--advanced {key} is given twice"));
             }
         }
+        let tls = match &self.tls_ca {
+            Some(path) => Some(ClientTls {
+                ca_certificate_pem: std::fs::read(path)
+                    .map_err(|e| format!("--tls-ca {}: {e}", path.display()))?,
+                domain_name: self.tls_domain,
+            }),
+            None => None,
+        };
         let request = CaptureRequest {
             duration_ms: self.duration_ms,
             delay_ms: self.delay_ms,
@@ -202,6 +231,10 @@ impl Args {
                 .join(profiler_export::logdir::PROFILE_PLUGIN_DIR)
                 .to_string_lossy()
                 .into_owned(),
+            connection: Connection {
+                bearer_token: self.token,
+                tls,
+            },
             ..CaptureRequest::default()
         };
         let mut formats = self.format.0;
@@ -400,6 +433,30 @@ mod tests {
         assert_eq!(
             otlp.get_env().and_then(|e| e.to_str()),
             Some("OTEL_EXPORTER_OTLP_ENDPOINT")
+        );
+    }
+
+    #[test]
+    fn token_and_tls_reach_the_request() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, b"-----BEGIN CERTIFICATE-----").expect("write");
+        let p = plan(&format!(
+            "h:1 --token s3cret --tls-ca {} --tls-domain localhost",
+            ca.display()
+        ))
+        .expect("parses");
+        let c = &p.request.connection;
+        assert_eq!(c.bearer_token.as_deref(), Some("s3cret"));
+        let tls = c.tls.as_ref().expect("tls");
+        assert_eq!(tls.domain_name.as_deref(), Some("localhost"));
+        assert!(!tls.ca_certificate_pem.is_empty());
+        assert!(plan("h:1 --tls-ca /nonexistent/ca.pem")
+            .expect_err("missing file")
+            .contains("/nonexistent/ca.pem"));
+        assert!(
+            plan("h:1 --tls-domain x").is_err(),
+            "--tls-domain needs --tls-ca"
         );
     }
 
