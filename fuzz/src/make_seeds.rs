@@ -3,15 +3,17 @@
 //! pause) and one hand-built space with what a session on a CPU cannot record (a GPU
 //! plane with a launched kernel, cross-thread flows, the task environment).
 //!
-//! `cargo run --release --bin make_seeds -- <dir>...` (no fuzzing flags needed);
-//! each file goes into every directory given.
+//! `cargo run --bin make_seeds -- [--jax <capture.xplane.pb>] <dir>...` (no fuzzing
+//! flags needed); each file goes into every directory given. With `--jax`, a JAX
+//! capture (`jax.profiler.trace`) is added too, its long values (HLO protos) cut to
+//! 128 bytes so that the seed stays small.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use profiler_core::domain::{Domain, Frame, Marker, MarkerScope, Task};
 use profiler_core::schema;
 use profiler_core::xspace::{
-    sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStatValue,
+    sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStat, XStatValue,
 };
 use profiler_core::{session, set_metadata, trace, Counter, ProfileOptions, Trace};
 use profiler_export::xplane;
@@ -161,16 +163,61 @@ fn hand_built() -> XSpace {
     }
 }
 
-fn main() -> Result<(), Error> {
-    let dirs: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
-    if dirs.is_empty() {
-        return Err("usage: make_seeds <corpus dir>...".into());
+/// Keeps at most this many bytes of any string or bytes value of a JAX capture (its
+/// HLO protos run to tens of KB); the structure stays whole.
+const TRIM: usize = 128;
+
+fn trim_stats(stats: &mut [XStat]) {
+    for stat in stats {
+        match &mut stat.value {
+            Some(XStatValue::Bytes(b)) => b.truncate(TRIM),
+            Some(XStatValue::Str(s)) if s.len() > TRIM => {
+                let mut end = TRIM;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                s.truncate(end);
+            }
+            _ => {}
+        }
     }
-    let seeds = [
+}
+
+/// A JAX capture made small: long values cut to [`TRIM`] bytes.
+fn trimmed(path: &Path) -> Result<XSpace, Error> {
+    let mut space = xplane::read(path)?;
+    for plane in &mut space.planes {
+        trim_stats(&mut plane.stats);
+        for meta in plane.event_metadata.values_mut() {
+            meta.metadata.truncate(TRIM);
+            trim_stats(&mut meta.stats);
+        }
+        for event in plane.lines.iter_mut().flat_map(|l| &mut l.events) {
+            trim_stats(&mut event.stats);
+        }
+    }
+    Ok(space)
+}
+
+fn main() -> Result<(), Error> {
+    let mut args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let mut jax = None;
+    if args.first().is_some_and(|a| a.as_os_str() == "--jax") && args.len() > 1 {
+        jax = Some(args.remove(1));
+        args.remove(0);
+    }
+    let dirs = args;
+    if dirs.is_empty() {
+        return Err("usage: make_seeds [--jax <capture.xplane.pb>] <corpus dir>...".into());
+    }
+    let mut seeds = vec![
         ("prof_session_steps.xplane.pb", session_steps()?),
         ("prof_session_domains.xplane.pb", session_domains()?),
         ("prof_hand_built.xplane.pb", hand_built()),
     ];
+    if let Some(jax) = jax {
+        seeds.push(("jax_capture_trimmed.xplane.pb", trimmed(&jax)?));
+    }
     for dir in &dirs {
         std::fs::create_dir_all(dir)?;
         for (name, space) in &seeds {

@@ -220,9 +220,15 @@ impl XEvent {
 impl XLine {
     /// Where `event`, one of this line's, starts and ends, in picoseconds on the time
     /// axis of the line's producer (line timestamps are ns, event offsets ps).
+    ///
+    /// Saturating: files from other producers may hold absolute timestamps near the
+    /// top of the range (2^63 ps is 107 days), or anything at all.
     pub fn event_span_ps(&self, event: &XEvent) -> (i64, i64) {
-        let start = self.timestamp_ns.saturating_mul(1000) + event.offset_ps();
-        (start, start + event.duration_ps)
+        let start = self
+            .timestamp_ns
+            .saturating_mul(1000)
+            .saturating_add(event.offset_ps());
+        (start, start.saturating_add(event.duration_ps))
     }
 }
 

@@ -232,9 +232,10 @@ impl Summary {
                 max_ns: 0,
                 share: 0.0,
             });
+            // Saturating: a file from another producer may hold events of any length.
             row.count += 1;
-            row.total_ns += dur;
-            row.self_ns += e.self_ns;
+            row.total_ns = row.total_ns.saturating_add(dur);
+            row.self_ns = row.self_ns.saturating_add(e.self_ns);
             row.min_ns = row.min_ns.min(dur);
             row.max_ns = row.max_ns.max(dur);
         }

@@ -106,7 +106,11 @@ impl Origin {
 
     /// Where `line` starts, in picoseconds from the origin.
     fn line_start_ps(&self, line: &XLine) -> i64 {
-        (line.timestamp_ns - self.line_base_ns).saturating_mul(1000)
+        // Saturating: the base is the earliest line with events, and an empty line of
+        // another producer's file may lie anywhere.
+        line.timestamp_ns
+            .saturating_sub(self.line_base_ns)
+            .saturating_mul(1000)
     }
 }
 

@@ -1,0 +1,92 @@
+//! Inputs the fuzzers once crashed on (fuzz/, run by tests/fuzz/run.sh): every file
+//! under `fuzz/regressions/<target>/` goes through what its target does, and none may
+//! panic. The structured target's crashes are saved as the `.xplane.pb` of the space
+//! they built, under `exporters/`.
+//!
+//! Tests build with overflow checks, as the fuzz targets do: an arithmetic overflow
+//! that release builds would wrap silently fails here.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use profiler_core::Profile;
+use profiler_export::summary::{GroupBy, Summary, SummaryOptions};
+use profiler_export::{chrome, perfetto, xplane};
+
+/// The saved inputs of `target`, sorted by name.
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = root.join("fuzz/regressions").join(target);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        // A target that never crashed has no directory.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => panic!("cannot list {}: {e}", dir.display()),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs `check` on every input of `target`, and fails naming each input that panicked
+/// (its panic message is printed above the failure).
+fn replay(target: &str, check: fn(&[u8])) {
+    let mut failed = Vec::new();
+    let files = inputs(target);
+    for file in &files {
+        let bytes = std::fs::read(file).expect("read a regression input");
+        if panic::catch_unwind(AssertUnwindSafe(|| check(&bytes))).is_err() {
+            failed.push(file.file_name().expect("a file name").to_owned());
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} inputs of {target} panicked: {failed:?}",
+        failed.len(),
+        files.len()
+    );
+}
+
+/// The `xplane_decode` target: what decodes encodes again, and its encoding is stable.
+fn xplane_decode(bytes: &[u8]) {
+    let Ok(space) = xplane::decode(bytes) else {
+        return;
+    };
+    let encoded = xplane::encode(&space);
+    let again = xplane::decode(&encoded).expect("decode what encode wrote");
+    assert!(
+        xplane::encode(&again) == encoded,
+        "the round trip changed the bytes"
+    );
+}
+
+/// The `exporters` target: Perfetto, Chrome JSON and the summary in every rendering
+/// (grouped by run and by step).
+fn exporters(bytes: &[u8]) {
+    let Ok(space) = xplane::decode(bytes) else {
+        return;
+    };
+    perfetto::write_to(&space, std::io::sink()).expect("write to a sink");
+    chrome::write_to(&space, std::io::sink()).expect("write to a sink");
+    let profile = Profile::new(space);
+    for options in [
+        SummaryOptions::default(),
+        SummaryOptions::default().group_by(GroupBy::Step),
+    ] {
+        let summary = Summary::of(&profile, &options);
+        let _ = (summary.table(), summary.to_json(), summary.to_csv());
+    }
+}
+
+#[test]
+fn xplane_decode_regressions_do_not_panic() {
+    replay("xplane_decode", xplane_decode);
+}
+
+#[test]
+fn exporters_regressions_do_not_panic() {
+    replay("exporters", exporters);
+}
