@@ -1,7 +1,10 @@
-//! A GPU profile without a GPU: a real prof session on the host, plus synthetic CUPTI
-//! records (kernels, copies, launches with their external correlation) put through
-//! the same conversion the live tracer uses, written as a TensorBoard/XProf logdir.
-//! CI has xprof's `kernel_stats` and `trace_viewer` read it.
+//! A GPU profile without a GPU: a real prof session on the host (steps of `forward`
+//! holding `block` > `attn` and `block` > `mlp`, then `backward`), plus synthetic
+//! CUPTI records (a kernel and a copy launched inside each `attn` and `mlp`, with the
+//! driver calls around them that launch nothing, as frameworks make them) put
+//! through the same conversion the live tracer uses, written as a TensorBoard/XProf
+//! logdir. CI has xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and
+//! trace viewer read it.
 //!
 //! ```text
 //! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N]
@@ -11,6 +14,7 @@
 use std::error::Error;
 
 use prof::{schema, trace, ProfileOptions};
+use profiler_cuda::synthetic::Launch;
 
 mod common;
 
@@ -21,55 +25,62 @@ fn main() -> Result<(), Box<dyn Error>> {
         12,
     );
     // The core session directly: the device records are added before writing.
-    profiler_core_session(args.steps)
-        .and_then(|mut space| {
-            let host = space.plane(schema::HOST_PLANE).ok_or("no host plane")?;
-            let forward = host
-                .event_metadata
-                .values()
-                .find(|m| m.name == "forward")
-                .map(|m| m.id)
-                .ok_or("no forward events")?;
-            let line = host
-                .lines
-                .iter()
-                .find(|l| l.events.iter().any(|e| e.metadata_id == forward))
-                .ok_or("no line with forward")?;
-            let windows: Vec<(u64, u64)> = line
-                .events
-                .iter()
-                .filter(|e| e.metadata_id == forward)
-                .map(|e| {
-                    let at = line.timestamp_ns * 1000 + e.offset_ps();
-                    ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64)
-                })
-                .collect();
-            let trace = profiler_cuda::synthetic::launches(
-                line.id as u32,
-                &windows,
-                &["volta_sgemm_128x64_nn", "softmax_warp_forward"],
-            );
-            profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
-            Ok(space)
+    let mut space = profiler_core_session(args.steps)?;
+    let host = space.plane(schema::HOST_PLANE).ok_or("no host plane")?;
+    let id_of = |name: &str| {
+        host.event_metadata
+            .values()
+            .find(|m| m.name == name)
+            .map(|m| m.id)
+            .ok_or(format!("no {name} events"))
+    };
+    let (attn, mlp) = (id_of("attn")?, id_of("mlp")?);
+    let line = host
+        .lines
+        .iter()
+        .find(|l| l.events.iter().any(|e| e.metadata_id == attn))
+        .ok_or("no line with attn")?;
+    // attn launches a GEMM and copies its input in; mlp a softmax, copying out.
+    let launches: Vec<Launch> = line
+        .events
+        .iter()
+        .filter_map(|e| {
+            let (kernel, copy_kind) = if e.metadata_id == attn {
+                ("volta_sgemm_128x64_nn", 1)
+            } else if e.metadata_id == mlp {
+                ("softmax_warp_forward", 2)
+            } else {
+                return None;
+            };
+            let at = line.timestamp_ns * 1000 + e.offset_ps();
+            let window = ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64);
+            Some(Launch {
+                window,
+                kernel,
+                copy_kind,
+            })
         })
-        .and_then(|space| {
-            let profile = prof::export::logdir::write_logdir_formats(
-                &args.logdir,
-                prof::Profile::new(space),
-                &[],
-            )?;
-            println!("wrote {}", profile.files()[0].display());
-            Ok(())
-        })
+        .collect();
+    let trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
+    profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
+    let profile =
+        prof::export::logdir::write_logdir_formats(&args.logdir, prof::Profile::new(space), &[])?;
+    println!("wrote {}", profile.files()[0].display());
+    Ok(())
 }
 
+/// Steps of `forward` (a `block` holding `attn` then `mlp`) and `backward`.
 fn profiler_core_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Error>> {
     profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)?;
     for step in 0..steps {
         let _t = trace!("Train", step_num = step);
         {
             let _f = trace!("forward");
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            let _b = trace!("block");
+            for layer in ["attn", "mlp"] {
+                let _l = prof::Trace::new(layer);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
         let _b = trace!("backward");
         std::thread::sleep(std::time::Duration::from_millis(1));
