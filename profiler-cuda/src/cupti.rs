@@ -246,18 +246,19 @@ type EnableApi = unsafe extern "C" fn(cupti::CUpti_CallbackId, u8) -> cupti::CUp
 
 /// Tells CUPTI, per driver and runtime function, whether to make API records: for
 /// those `convert::api_recorded_by_default` names (every function with `all`).
-/// Returns how many functions were turned off. CUPTI 12.5 added the per-function
-/// switches: with an older libcupti they are looked up and not found, and every call
-/// is recorded, the tracer dropping those that launch nothing as they arrive.
-fn select_api_records(all: bool) -> Result<u32, String> {
-    if all && !API_RECORDS_SELECTED.load(Ordering::Relaxed) {
-        return Ok(0);
+/// CUPTI 12.5 added the per-function switches: with an older libcupti they are
+/// looked up and not found, and every call is recorded, the tracer dropping those
+/// that launch nothing as they arrive. CUPTI keeps the switches across sessions, so
+/// a session finding them as it wants them does nothing.
+fn select_api_records(all: bool) -> Result<(), String> {
+    if API_RECORDS_SELECTED.load(Ordering::Relaxed) != all {
+        return Ok(());
     }
     let mut off = 0;
     let selected = select_in_each_domain(all, &mut off);
     // Whatever was turned off stays off for later sessions until one turns it on.
     API_RECORDS_SELECTED.store(off > 0, Ordering::Relaxed);
-    selected.map(|()| off)
+    selected
 }
 
 /// [`select_api_records`] in the driver, then the runtime domain; `off` counts the

@@ -539,4 +539,19 @@ fn calls_that_launch_nothing_stay_off_the_host_unless_every_call_is_asked_for() 
     }
     let calls = add_to_space(&trace, &mut space, &Some);
     assert_eq!((calls.kept, calls.left_out_total()), (1, 0));
+    assert!(space.warnings.is_empty(), "{:?}", space.warnings);
+    // Where CUPTI could not be told per function (libcupti < 12.5), the profile says
+    // so, with what the tracer dropped as it arrived.
+    trace.api_left_out = [("cuCtxGetCurrent".to_owned(), 40)].into();
+    trace.api_selection_failed = Some("libcupti has no cuptiActivityEnableDriverApi".into());
+    let calls = add_to_space(&trace, &mut space, &Some);
+    assert_eq!(calls.left_out_total(), 40);
+    assert_eq!(space.warnings.len(), 1, "{:?}", space.warnings);
+    let w = &space.warnings[0];
+    assert!(
+        w.contains("could not be told")
+            && w.contains("no cuptiActivityEnableDriverApi")
+            && w.contains("the 40 that launch nothing"),
+        "{w}"
+    );
 }

@@ -75,7 +75,7 @@ pub fn add_to_space(
     }
     if let Some(why) = &trace.api_selection_failed {
         space.warnings.push(format!(
-            "prof: CUPTI recorded every CUDA API call ({why}); the {} calls that launch nothing were dropped as they arrived",
+            "prof: CUPTI could not be told to record only the CUDA API calls that matter ({why}): it recorded every call, and the {} that launch nothing were dropped as they arrived",
             calls.left_out_total()
         ));
     }
