@@ -7,7 +7,7 @@
 //! trace viewer read it.
 //!
 //! ```text
-//! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N]
+//! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N] [--all-api-calls]
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -18,8 +18,17 @@ use profiler_cuda::synthetic::Launch;
 
 mod common;
 
+/// cuda_synthetic's own flags.
+#[derive(clap::Args)]
+struct Extra {
+    /// Keep every CUDA API call on the host lines, as the gpu_trace_all_api_calls
+    /// option does
+    #[arg(long)]
+    all_api_calls: bool,
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let (args, common::NoExtra {}) = common::parse(
+    let (args, Extra { all_api_calls }) = common::parse::<Extra>(
         "cuda_synthetic",
         "A GPU profile without a GPU: a host session plus synthetic CUPTI records.",
         12,
@@ -61,8 +70,15 @@ fn main() -> Result<(), Box<dyn Error>> {
             })
         })
         .collect();
-    let trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
-    profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
+    let mut trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
+    trace.all_api_calls = all_api_calls;
+    let calls = profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
+    println!(
+        "CUDA API calls: {} on the host lines, {} left out {:?}",
+        calls.kept,
+        calls.left_out_total(),
+        calls.left_out
+    );
     let profile =
         prof::export::logdir::write_logdir_formats(&args.logdir, prof::Profile::new(space), &[])?;
     println!("wrote {}", profile.files()[0].display());
