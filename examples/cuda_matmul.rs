@@ -306,6 +306,12 @@ struct DeviceReport {
     lags_us: Vec<f64>,
     /// (kernel name, its `annotation` stat) pairs.
     annotated: Vec<(String, String)>,
+    /// (kernel name, its `tf_op` stat) pairs: the op XProf files it under.
+    ops: Vec<(String, String)>,
+    /// CUDA API calls on the host lines, by name.
+    api_calls: std::collections::BTreeMap<String, usize>,
+    /// Of those, calls prof leaves out by default that launched nothing.
+    unwanted_calls: usize,
 }
 
 impl DeviceReport {
@@ -319,6 +325,23 @@ impl DeviceReport {
             .into_iter()
             .map(|e| (e.correlation, e.start_ps))
             .collect();
+        if let Some(host) = space.plane(schema::HOST_PLANE) {
+            let correlation = host.stat_id("correlation_id");
+            for e in host.lines.iter().flat_map(|l| &l.events) {
+                let Some(name) = host.event_name(e.metadata_id) else {
+                    continue;
+                };
+                if !(name.starts_with("cu") && name.contains(|c: char| c.is_ascii_uppercase())) {
+                    continue; // not a CUDA API call
+                }
+                *report.api_calls.entry(name.to_owned()).or_default() += 1;
+                if !prof::cuda::convert::api_recorded_by_default(name)
+                    && e.stat(correlation).is_none()
+                {
+                    report.unwanted_calls += 1;
+                }
+            }
+        }
         for plane in space
             .planes
             .iter()
@@ -341,6 +364,12 @@ impl DeviceReport {
                         report.before_launch += 1;
                     }
                     report.lags_us.push(lag as f64 / 1e6);
+                }
+                if let (true, Some(tf_op)) = (e.is_kernel, e.tf_op) {
+                    let pair = (e.name.clone(), tf_op);
+                    if !report.ops.contains(&pair) {
+                        report.ops.push(pair);
+                    }
                 }
                 if let (true, Some(annotation)) = (e.is_kernel, e.annotation) {
                     let pair = (e.name, annotation);
@@ -385,6 +414,23 @@ impl DeviceReport {
                 .then(|| "bias_relu not annotated as bias_relu".to_owned()),
             (!annotated_as(&|n| n.to_lowercase().contains("gemm"), "gemm"))
                 .then(|| "no gemm kernel annotated as gemm".to_owned()),
+            // The step is not part of the op: each layer is one op in every step.
+            (!self
+                .ops
+                .iter()
+                .any(|(n, op)| n == "bias_relu" && op == "bias_relu:bias_relu"))
+            .then(|| "bias_relu's tf_op is not bias_relu:bias_relu".to_owned()),
+            (!self
+                .ops
+                .iter()
+                .any(|(n, op)| n.to_lowercase().contains("gemm") && op == "gemm:gemm"))
+            .then(|| "no gemm kernel with tf_op gemm:gemm".to_owned()),
+            (self.unwanted_calls > 0).then(|| {
+                format!(
+                    "{} host API calls that launch nothing (not left out by default): {:?}",
+                    self.unwanted_calls, self.api_calls
+                )
+            }),
         ]
         .into_iter()
         .flatten()
@@ -408,7 +454,8 @@ impl std::fmt::Display for DeviceReport {
         write!(
             f,
             "{} GPU plane(s): {} kernels ({}), {} copies; {} linked to their launch, \
-             launch -> start min {:.1} us, median {:.1} us; annotations {:?}",
+             launch -> start min {:.1} us, median {:.1} us; annotations {:?}; ops {:?}; \
+             host API calls {:?}",
             self.planes,
             self.kernels,
             self.kernel_names.join(", "),
@@ -416,7 +463,9 @@ impl std::fmt::Display for DeviceReport {
             self.linked,
             lag(0.0),
             lag(0.5),
-            self.annotated
+            self.annotated,
+            self.ops,
+            self.api_calls
         )
     }
 }
@@ -431,6 +480,8 @@ struct Correlated {
     is_kernel: bool,
     /// Its `annotation` stat.
     annotation: Option<String>,
+    /// Its `tf_op` stat.
+    tf_op: Option<String>,
 }
 
 /// Every event of `plane` that carries a `correlation_id`.
@@ -445,16 +496,18 @@ fn correlated_events(plane: &XPlane) -> Vec<Correlated> {
                     XStatValue::Int64(v) => *v as u64,
                     _ => return None,
                 };
-                let annotation = match plane.find_stat(&e.stats, "annotation") {
+                let text = |name| match plane.find_stat(&e.stats, name) {
                     Some(XStatValue::Str(s)) => Some(s.clone()),
                     _ => None,
                 };
+                let (annotation, tf_op) = (text("annotation"), text("tf_op"));
                 Some(Correlated {
                     name: plane.event_name(e.metadata_id)?.to_owned(),
                     start_ps: line.timestamp_ns * 1000 + e.offset_ps(),
                     correlation,
                     is_kernel: plane.find_stat(&e.stats, "kernel_details").is_some(),
                     annotation,
+                    tf_op,
                 })
             })
         })
@@ -472,6 +525,12 @@ mod tests {
     static SESSION: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     fn shaped_like_the_example(steps: u32) -> XSpace {
+        shaped_like_the_example_with(steps, false)
+    }
+
+    /// The same, with every CUDA API call kept (`gpu_trace_all_api_calls`) when
+    /// `all_api_calls`.
+    fn shaped_like_the_example_with(steps: u32, all_api_calls: bool) -> XSpace {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
         profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
             .expect("start");
@@ -502,11 +561,12 @@ mod tests {
                 (!windows.is_empty()).then_some((line.id as u32, windows))
             })
             .expect("a line with the steps");
-        let trace = prof::cuda::synthetic::launches(
+        let mut trace = prof::cuda::synthetic::launches(
             line,
             &windows,
             &["sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n", "bias_relu"],
         );
+        trace.all_api_calls = all_api_calls;
         prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
         space
     }
@@ -522,10 +582,14 @@ mod tests {
             report.kernel_names,
             ["sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n", "bias_relu"]
         );
-        // Each kernel is linked to its launch, 8 µs later (the copies have no launch).
-        assert_eq!((report.linked, report.before_launch), (6, 0), "{report}");
+        // Each kernel is linked to its launch, 8 µs later, and each copy to its call,
+        // 5 µs later.
+        assert_eq!((report.linked, report.before_launch), (12, 0), "{report}");
         assert!(
-            report.lags_us.iter().all(|&l| (l - 8.0).abs() < 0.01),
+            report
+                .lags_us
+                .iter()
+                .all(|&l| (l - 8.0).abs() < 0.01 || (l - 5.0).abs() < 0.01),
             "{report}"
         );
         assert_eq!(
@@ -538,9 +602,40 @@ mod tests {
                 ("bias_relu".to_owned(), "bias_relu".to_owned())
             ]
         );
+        assert_eq!(
+            report.ops,
+            [
+                (
+                    "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n".to_owned(),
+                    "gemm:gemm".to_owned()
+                ),
+                ("bias_relu".to_owned(), "bias_relu:bias_relu".to_owned())
+            ]
+        );
+        // The launches, copies and synchronisations; none of the calls around them.
+        assert_eq!(
+            report.api_calls,
+            [
+                ("cuLaunchKernel".to_owned(), 6),
+                ("cuMemcpyHtoDAsync_v2".to_owned(), 6),
+                ("cuStreamSynchronize".to_owned(), 6)
+            ]
+            .into()
+        );
+        assert_eq!(report.unwanted_calls, 0);
         report.check(3).expect("a right profile passes");
         let err = report.check(4).expect_err("4 steps need 8 kernels");
         assert!(err.to_string().contains("6 kernels for 4 steps"), "{err}");
+    }
+
+    #[test]
+    fn calls_that_launch_nothing_fail_the_check() {
+        let report = DeviceReport::of(&shaped_like_the_example_with(3, true));
+        // Six per launch: cuCtxGetCurrent, cuStreamGetCaptureInfo_v2, cuEventCreate,
+        // cudaGetLastError, cuEventRecord, cuEventDestroy_v2.
+        assert_eq!(report.unwanted_calls, 36, "{report}");
+        let err = report.check(3).expect_err("noise on the host");
+        assert!(err.to_string().contains("36 host API calls"), "{err}");
     }
 
     #[test]

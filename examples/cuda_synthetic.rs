@@ -1,75 +1,102 @@
-//! A GPU profile without a GPU: a real prof session on the host, plus synthetic CUPTI
-//! records (kernels, copies, launches with their external correlation) put through
-//! the same conversion the live tracer uses, written as a TensorBoard/XProf logdir.
-//! CI has xprof's `kernel_stats` and `trace_viewer` read it.
+//! A GPU profile without a GPU: a real prof session on the host (steps of `forward`
+//! holding `block` > `attn` and `block` > `mlp`, then `backward`), plus synthetic
+//! CUPTI records (a kernel and a copy launched inside each `attn` and `mlp`, with the
+//! driver calls around them that launch nothing, as frameworks make them) put
+//! through the same conversion the live tracer uses, written as a TensorBoard/XProf
+//! logdir. CI has xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and
+//! trace viewer read it.
 //!
 //! ```text
-//! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N]
+//! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N] [--all-api-calls]
 //! ```
 #![allow(clippy::print_stdout)]
 
 use std::error::Error;
 
 use prof::{schema, trace, ProfileOptions};
+use profiler_cuda::synthetic::Launch;
 
 mod common;
 
+/// cuda_synthetic's own flags.
+#[derive(clap::Args)]
+struct Extra {
+    /// Keep every CUDA API call on the host lines, as the gpu_trace_all_api_calls
+    /// option does
+    #[arg(long)]
+    all_api_calls: bool,
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let (args, common::NoExtra {}) = common::parse(
+    let (args, Extra { all_api_calls }) = common::parse::<Extra>(
         "cuda_synthetic",
         "A GPU profile without a GPU: a host session plus synthetic CUPTI records.",
         12,
     );
     // The core session directly: the device records are added before writing.
-    profiler_core_session(args.steps)
-        .and_then(|mut space| {
-            let host = space.plane(schema::HOST_PLANE).ok_or("no host plane")?;
-            let forward = host
-                .event_metadata
-                .values()
-                .find(|m| m.name == "forward")
-                .map(|m| m.id)
-                .ok_or("no forward events")?;
-            let line = host
-                .lines
-                .iter()
-                .find(|l| l.events.iter().any(|e| e.metadata_id == forward))
-                .ok_or("no line with forward")?;
-            let windows: Vec<(u64, u64)> = line
-                .events
-                .iter()
-                .filter(|e| e.metadata_id == forward)
-                .map(|e| {
-                    let at = line.timestamp_ns * 1000 + e.offset_ps();
-                    ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64)
-                })
-                .collect();
-            let trace = profiler_cuda::synthetic::launches(
-                line.id as u32,
-                &windows,
-                &["volta_sgemm_128x64_nn", "softmax_warp_forward"],
-            );
-            profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
-            Ok(space)
+    let mut space = profiler_core_session(args.steps)?;
+    let host = space.plane(schema::HOST_PLANE).ok_or("no host plane")?;
+    let id_of = |name: &str| {
+        host.event_metadata
+            .values()
+            .find(|m| m.name == name)
+            .map(|m| m.id)
+            .ok_or(format!("no {name} events"))
+    };
+    let (attn, mlp) = (id_of("attn")?, id_of("mlp")?);
+    let line = host
+        .lines
+        .iter()
+        .find(|l| l.events.iter().any(|e| e.metadata_id == attn))
+        .ok_or("no line with attn")?;
+    // attn launches a GEMM and copies its input in; mlp a softmax, copying out.
+    let launches: Vec<Launch> = line
+        .events
+        .iter()
+        .filter_map(|e| {
+            let (kernel, copy_kind) = if e.metadata_id == attn {
+                ("volta_sgemm_128x64_nn", 1)
+            } else if e.metadata_id == mlp {
+                ("softmax_warp_forward", 2)
+            } else {
+                return None;
+            };
+            let at = line.timestamp_ns * 1000 + e.offset_ps();
+            let window = ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64);
+            Some(Launch {
+                window,
+                kernel,
+                copy_kind,
+            })
         })
-        .and_then(|space| {
-            let profile = prof::export::logdir::write_logdir_formats(
-                &args.logdir,
-                prof::Profile::new(space),
-                &[],
-            )?;
-            println!("wrote {}", profile.files()[0].display());
-            Ok(())
-        })
+        .collect();
+    let mut trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
+    trace.all_api_calls = all_api_calls;
+    let calls = profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
+    println!(
+        "CUDA API calls: {} on the host lines, {} left out {:?}",
+        calls.kept,
+        calls.left_out_total(),
+        calls.left_out
+    );
+    let profile =
+        prof::export::logdir::write_logdir_formats(&args.logdir, prof::Profile::new(space), &[])?;
+    println!("wrote {}", profile.files()[0].display());
+    Ok(())
 }
 
+/// Steps of `forward` (a `block` holding `attn` then `mlp`) and `backward`.
 fn profiler_core_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Error>> {
     profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)?;
     for step in 0..steps {
         let _t = trace!("Train", step_num = step);
         {
             let _f = trace!("forward");
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            let _b = trace!("block");
+            for layer in ["attn", "mlp"] {
+                let _l = prof::Trace::new(layer);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
         let _b = trace!("backward");
         std::thread::sleep(std::time::Duration::from_millis(1));

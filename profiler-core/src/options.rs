@@ -348,7 +348,13 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
     ConfigKey {
         name: "gpu_max_annotation_strings",
         kind: ConfigKind::Limit,
-        doc: "cap on distinct host annotation names attached to GPU activity per session; default 1048576",
+        doc: "cap on distinct host annotation stacks (tf_op strings) attached to GPU activity per session; default 1048576",
+        device: true,
+    },
+    ConfigKey {
+        name: "gpu_trace_all_api_calls",
+        kind: ConfigKind::Bool,
+        doc: "record every CUDA driver/runtime API call on the host lines; default false: only launches, copies, memsets, allocations and frees, synchronisation, and calls that launched device work",
         device: true,
     },
     ConfigKey {
@@ -391,6 +397,19 @@ mod tests {
         assert!(
             msg.contains("gpu_enable_nvtx_tracking") && msg.contains("a bool"),
             "{msg}"
+        );
+        ProfileOptions::default()
+            .advanced("gpu_trace_all_api_calls", true)
+            .validate()
+            .expect("a bool");
+        let err = ProfileOptions::default()
+            .advanced("gpu_trace_all_api_calls", 1)
+            .validate()
+            .expect_err("an int for a bool");
+        assert!(
+            err.to_string().contains("gpu_trace_all_api_calls")
+                && err.to_string().contains("a bool"),
+            "{err}"
         );
         // -1 is TSL's "no limit"; below that is an error naming the accepted values.
         ProfileOptions::default()

@@ -4,6 +4,8 @@
 //! Timestamps are nanoseconds on `profiler_core::tracer::clock_ns`, the clock CUPTI
 //! is pointed at, so they convert to the host timeline with no alignment step.
 
+use std::collections::BTreeMap;
+
 /// Launch geometry and resources of one kernel, as XProf's `kernel_details` says them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelDetails {
@@ -172,8 +174,21 @@ pub struct DeviceTrace {
     pub dropped_api: u64,
     /// Records CUPTI itself dropped (its buffers were full).
     pub dropped_by_cupti: u64,
-    /// `gpu_max_annotation_strings`: how many distinct annotation names device work
-    /// may carry (`None`: no limit). Launches under further names keep their
-    /// correlation but lose their `annotation` and `host_step_num` stats.
+    /// `gpu_max_annotation_strings`: how many distinct annotation stacks (`tf_op`
+    /// strings) device work may carry (`None`: no limit). Launches under further ones
+    /// keep their correlation but lose their `tf_op`, `annotation` and
+    /// `host_step_num` stats.
     pub max_annotation_strings: Option<u64>,
+    /// `gpu_trace_all_api_calls`: put every CUDA API call on the host lines, not only
+    /// those [`crate::convert::api_recorded_by_default`] names and those that launched
+    /// device work.
+    pub all_api_calls: bool,
+    /// API records the tracer left out as they arrived (they launch nothing), by
+    /// name: what CUPTI delivered although told not to, or everything where it
+    /// cannot be told per function.
+    pub api_left_out: BTreeMap<String, u64>,
+    /// Why CUPTI could not be told to record only the API calls that matter (the
+    /// tracer then drops the others as they arrive); `None` when it was told, or
+    /// when every call was asked for.
+    pub api_selection_failed: Option<String>,
 }

@@ -8,7 +8,9 @@
 
 #![allow(unsafe_code)]
 
+use std::collections::HashSet;
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use cudarc::cupti::sys as cupti;
@@ -38,6 +40,8 @@ struct Collected {
     max_api: u64,
     kept_activity: u64,
     kept_api: u64,
+    /// `gpu_trace_all_api_calls`: keep API records whatever they name.
+    all_api_calls: bool,
 }
 
 fn collected() -> std::sync::MutexGuard<'static, Option<Collected>> {
@@ -60,9 +64,11 @@ pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
         max_api: cap("gpu_max_callback_api_events", DEFAULT_MAX_API),
         max_annotation_strings: cap("gpu_max_annotation_strings", DEFAULT_MAX_ANNOTATIONS),
         nvtx_asked: options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true),
+        all_api_calls: options.advanced_bool("gpu_trace_all_api_calls") == Some(true),
         devices: Vec::new(),
         running: false,
         memory_warning: None,
+        api_selection_failed: None,
     }))
 }
 
@@ -99,10 +105,15 @@ pub struct CuptiTracer {
     /// `gpu_enable_nvtx_tracking` was set: NVTX is not traced yet, and the profile
     /// says so rather than looking complete.
     nvtx_asked: bool,
+    /// `gpu_trace_all_api_calls`: record every CUDA API call, not only those that
+    /// matter (`convert::api_recorded_by_default`).
+    all_api_calls: bool,
     devices: Vec<DeviceInfo>,
     running: bool,
     /// Why memory records are not traced, reported at collection.
     memory_warning: Option<String>,
+    /// Why CUPTI could not be told which API calls to record.
+    api_selection_failed: Option<String>,
 }
 
 const RECORD_KINDS: [cupti::CUpti_ActivityKind; 6] = [
@@ -133,6 +144,7 @@ impl Tracer for CuptiTracer {
             max_api: self.max_api,
             kept_activity: 0,
             kept_api: 0,
+            all_api_calls: self.all_api_calls,
         });
         // SAFETY: the callbacks are `extern "C"` functions with the signatures CUPTI
         // declares, living for the whole process.
@@ -157,6 +169,8 @@ impl Tracer for CuptiTracer {
                 return Err(fail(&format!("cuptiActivityEnable({kind:?}){hint}"), &e));
             }
         }
+        // The API kinds are on: now CUPTI is told which functions' records to make.
+        self.api_selection_failed = select_api_records(self.all_api_calls).err();
         // Memory records feed only the `device_bytes_in_use` counter: without them the
         // rest of the trace is still whole, so their failure is one warning.
         // SAFETY: plain call into a loaded library.
@@ -194,6 +208,8 @@ impl Tracer for CuptiTracer {
         };
         got.trace.devices = std::mem::take(&mut self.devices);
         got.trace.max_annotation_strings = Some(self.max_annotation_strings);
+        got.trace.all_api_calls = self.all_api_calls;
+        got.trace.api_selection_failed = self.api_selection_failed.take();
         space.warnings.extend(self.memory_warning.take());
         if self.nvtx_asked {
             space.warnings.push(
@@ -215,6 +231,78 @@ impl CuptiTracer {
         // SAFETY: as above.
         let _ = unsafe { cupti::cuptiActivityDisable(MEMORY_KIND) };
     }
+}
+
+/// Callback ids scanned in each API domain when telling CUPTI which functions to
+/// record: above the highest any CUDA release has used (868 driver ids in 13.0).
+const CBID_SCAN: u32 = 2048;
+
+/// Whether an earlier session turned some functions' API records off: CUPTI keeps
+/// the setting across sessions, so a session that wants every call turns them on.
+static API_RECORDS_SELECTED: AtomicBool = AtomicBool::new(false);
+
+/// `cuptiActivityEnableDriverApi` / `cuptiActivityEnableRuntimeApi`.
+type EnableApi = unsafe extern "C" fn(cupti::CUpti_CallbackId, u8) -> cupti::CUptiResult;
+
+/// Tells CUPTI, per driver and runtime function, whether to make API records: for
+/// those `convert::api_recorded_by_default` names (every function with `all`).
+/// CUPTI 12.5 added the per-function switches: with an older libcupti they are
+/// looked up and not found, and every call is recorded, the tracer dropping those
+/// that launch nothing as they arrive. CUPTI keeps the switches across sessions, so
+/// a session finding them as it wants them does nothing.
+fn select_api_records(all: bool) -> Result<(), String> {
+    if API_RECORDS_SELECTED.load(Ordering::Relaxed) != all {
+        return Ok(());
+    }
+    let mut off = 0;
+    let selected = select_in_each_domain(all, &mut off);
+    // Whatever was turned off stays off for later sessions until one turns it on.
+    API_RECORDS_SELECTED.store(off > 0, Ordering::Relaxed);
+    selected
+}
+
+/// [`select_api_records`] in the driver, then the runtime domain; `off` counts the
+/// functions turned off.
+fn select_in_each_domain(all: bool, off: &mut u32) -> Result<(), String> {
+    for (domain, symbol) in [
+        (
+            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+            "cuptiActivityEnableDriverApi",
+        ),
+        (
+            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
+            "cuptiActivityEnableRuntimeApi",
+        ),
+    ] {
+        // SAFETY: libcupti was found before the tracer started; the symbol, where it
+        // exists, has CUPTI's signature `CUptiResult (CUpti_CallbackId, uint8_t)`.
+        let enable = unsafe { cupti::culib().get::<EnableApi>(symbol.as_bytes()) }
+            .map(|f| *f)
+            .map_err(|_| format!("libcupti has no {symbol}: it is older than CUDA 12.5"))?;
+        for cbid in 1..CBID_SCAN {
+            let mut name: *const std::ffi::c_char = std::ptr::null();
+            // SAFETY: valid out-pointer; CUPTI returns a static string on success and
+            // an error for ids it does not know.
+            let named = unsafe { cupti::cuptiGetCallbackName(domain, cbid, &mut name) }
+                .result()
+                .is_ok();
+            if !named || name.is_null() {
+                continue;
+            }
+            // SAFETY: as above.
+            let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+            let on = all || crate::convert::api_recorded_by_default(&name);
+            // SAFETY: a plain call with an id CUPTI named.
+            match unsafe { enable(cbid, u8::from(on)) } {
+                cupti::CUptiResult::CUPTI_SUCCESS => *off += u32::from(!on),
+                // The first function to turn off says whether the switch works at all;
+                // one id it refuses later is left on and dropped as it arrives.
+                e if *off == 0 && !on => return Err(format!("{symbol} failed ({e:?})")),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 fn devices() -> Result<Vec<DeviceInfo>, driver::CUresult> {
@@ -334,11 +422,40 @@ extern "C" fn buffer_completed(
 }
 
 impl Collected {
-    /// Adds a completed buffer's records, within the caps.
+    /// Adds a completed buffer's records, within the caps. API calls that launch
+    /// nothing (not `convert::api_recorded_by_default`) are counted and dropped,
+    /// with the annotation links CUPTI made for them, unless every call was asked
+    /// for: where CUPTI cannot be told per function, this is where the cost is cut,
+    /// and they never use up the API cap.
     fn keep(&mut self, parsed: Vec<Activity>, dropped_by_cupti: u64) {
         let c = self;
         c.trace.dropped_by_cupti += dropped_by_cupti;
+        let mut left_out = HashSet::new();
+        if !c.all_api_calls {
+            for activity in &parsed {
+                if let Activity::Api {
+                    name,
+                    correlation_id,
+                    ..
+                } = activity
+                {
+                    if !crate::convert::api_recorded_by_default(name) {
+                        left_out.insert(*correlation_id);
+                        *c.trace.api_left_out.entry(name.clone()).or_default() += 1;
+                    }
+                }
+            }
+        }
         for activity in parsed {
+            match &activity {
+                Activity::Api { correlation_id, .. }
+                | Activity::ExternalCorrelation { correlation_id, .. }
+                    if left_out.contains(correlation_id) =>
+                {
+                    continue;
+                }
+                _ => {}
+            }
             let (kept, max, dropped) = match activity {
                 // Links from launches to annotations: never dropped, and not API calls, so
                 // they do not use up the API cap.
@@ -449,8 +566,12 @@ mod tests {
     use super::*;
 
     fn api(correlation_id: u32) -> Activity {
+        call("cuLaunchKernel", correlation_id)
+    }
+
+    fn call(name: &str, correlation_id: u32) -> Activity {
         Activity::Api {
-            name: "cuLaunchKernel".into(),
+            name: name.into(),
             start: 1,
             end: 2,
             thread_id: 7,
@@ -458,19 +579,70 @@ mod tests {
         }
     }
 
-    #[test]
-    fn annotation_links_do_not_use_up_the_api_cap() {
-        let mut c = Collected {
+    fn collected(max_api: u64, all_api_calls: bool) -> Collected {
+        Collected {
             trace: DeviceTrace::default(),
             max_activity: 10,
-            max_api: 2,
+            max_api,
             kept_activity: 0,
             kept_api: 0,
-        };
-        let link = |correlation_id| Activity::ExternalCorrelation {
+            all_api_calls,
+        }
+    }
+
+    fn link(correlation_id: u32) -> Activity {
+        Activity::ExternalCorrelation {
             correlation_id,
             external_id: 99,
+        }
+    }
+
+    #[test]
+    fn calls_that_launch_nothing_are_dropped_as_they_arrive() {
+        let buffer = || {
+            vec![
+                link(1),
+                call("cuCtxGetCurrent", 1),
+                link(2),
+                api(2),
+                link(3),
+                call("cuEventDestroy_v2", 3),
+                call("cuStreamSynchronize", 4),
+                call("cuCtxGetCurrent", 5),
+            ]
         };
+        // Two calls fit under the cap: the noise neither uses it up nor stays.
+        let mut c = collected(2, false);
+        c.keep(buffer(), 0);
+        let kept: Vec<_> = c.trace.activities.iter().map(correlation).collect();
+        assert_eq!(kept, [2, 2, 4]);
+        assert_eq!(c.trace.dropped_api, 0);
+        assert_eq!(
+            c.trace.api_left_out,
+            [
+                ("cuCtxGetCurrent".into(), 2),
+                ("cuEventDestroy_v2".into(), 1)
+            ]
+            .into()
+        );
+        // gpu_trace_all_api_calls: every call and link is kept, within the cap.
+        let mut c = collected(10, true);
+        c.keep(buffer(), 0);
+        assert_eq!(c.trace.activities.len(), 8);
+        assert!(c.trace.api_left_out.is_empty());
+    }
+
+    fn correlation(a: &Activity) -> u32 {
+        match a {
+            Activity::Api { correlation_id, .. }
+            | Activity::ExternalCorrelation { correlation_id, .. } => *correlation_id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn annotation_links_do_not_use_up_the_api_cap() {
+        let mut c = collected(2, false);
         c.keep(vec![api(1), link(1), api(2), link(2)], 0);
         c.keep(vec![api(3), link(3)], 5);
         // Both launches within the cap are kept, the third is counted as dropped, and

@@ -6,6 +6,11 @@
 /// exporters draw the flow from it too.
 pub use profiler_core::schema::CORRELATION_ID;
 
+/// Stat: XProf's (TSL's) op of device work, `scope/…/name:type`, from the host
+/// annotations enclosing its launch inside the step: XProf reads it for Kernel Stats'
+/// op name, Framework Op Stats' device rows and the GPU plane's derived "Framework
+/// Name Scope" and "Framework Ops" lines.
+pub const TF_OP: &str = "tf_op";
 /// Stat: the innermost host annotation enclosing the launch of device work.
 pub const ANNOTATION: &str = "annotation";
 /// Stat: `step_num` of the step enclosing the launch of device work.

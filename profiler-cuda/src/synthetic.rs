@@ -172,9 +172,60 @@ pub fn external_record(correlation: u32, external_id: u64) -> Vec<u8> {
     b
 }
 
+/// CUPTI callback ids of the API functions synthetic records name: the driver and
+/// runtime ids of `CUpti_driver_api_trace_cbid` / `CUpti_runtime_api_trace_cbid`
+/// (stable across CUDA versions; checked against cudarc's enums in the tests).
+pub mod cbid {
+    /// `cuLaunchKernel` (driver).
+    pub const CU_LAUNCH_KERNEL: u32 = 307;
+    /// `cuMemcpyHtoDAsync_v2` (driver).
+    pub const CU_MEMCPY_HTOD_ASYNC: u32 = 277;
+    /// `cuMemcpyDtoHAsync_v2` (driver).
+    pub const CU_MEMCPY_DTOH_ASYNC: u32 = 279;
+    /// `cuStreamSynchronize` (driver).
+    pub const CU_STREAM_SYNCHRONIZE: u32 = 126;
+    /// `cuMemAlloc_v2` (driver).
+    pub const CU_MEM_ALLOC: u32 = 243;
+    /// `cuCtxGetCurrent` (driver): launches nothing.
+    pub const CU_CTX_GET_CURRENT: u32 = 304;
+    /// `cuEventCreate` (driver): launches nothing.
+    pub const CU_EVENT_CREATE: u32 = 118;
+    /// `cuEventRecord` (driver): launches nothing.
+    pub const CU_EVENT_RECORD: u32 = 119;
+    /// `cuEventDestroy_v2` (driver): launches nothing.
+    pub const CU_EVENT_DESTROY: u32 = 325;
+    /// `cuStreamGetCaptureInfo_v2` (driver): launches nothing.
+    pub const CU_STREAM_GET_CAPTURE_INFO: u32 = 629;
+    /// `cudaLaunchKernel_v7000` (runtime).
+    pub const CUDA_LAUNCH_KERNEL: u32 = 211;
+    /// `cudaGetLastError_v3020` (runtime): launches nothing.
+    pub const CUDA_GET_LAST_ERROR: u32 = 10;
+
+    /// (driver domain?, id, the name CUPTI gives it).
+    pub(crate) const NAMES: [(bool, u32, &str); 12] = [
+        (true, CU_LAUNCH_KERNEL, "cuLaunchKernel"),
+        (true, CU_MEMCPY_HTOD_ASYNC, "cuMemcpyHtoDAsync_v2"),
+        (true, CU_MEMCPY_DTOH_ASYNC, "cuMemcpyDtoHAsync_v2"),
+        (true, CU_STREAM_SYNCHRONIZE, "cuStreamSynchronize"),
+        (true, CU_MEM_ALLOC, "cuMemAlloc_v2"),
+        (true, CU_CTX_GET_CURRENT, "cuCtxGetCurrent"),
+        (true, CU_EVENT_CREATE, "cuEventCreate"),
+        (true, CU_EVENT_RECORD, "cuEventRecord"),
+        (true, CU_EVENT_DESTROY, "cuEventDestroy_v2"),
+        (
+            true,
+            CU_STREAM_GET_CAPTURE_INFO,
+            "cuStreamGetCaptureInfo_v2",
+        ),
+        (false, CUDA_LAUNCH_KERNEL, "cudaLaunchKernel_v7000"),
+        (false, CUDA_GET_LAST_ERROR, "cudaGetLastError_v3020"),
+    ];
+}
+
 /// Names for synthetic records: kernel name pointers index `kernels`; API callback
-/// ids are named `cuLaunchKernel` (driver) / `cudaLaunchKernel` (runtime) for 1 and
-/// `cuMemcpyAsync` / `cudaMemcpyAsync` otherwise.
+/// ids are named as CUPTI names the ids in [`cbid`], and otherwise, as a shorthand,
+/// `cuLaunchKernel` (driver) / `cudaLaunchKernel` (runtime) for 1 and
+/// `cuMemcpyAsync` / `cudaMemcpyAsync` for any other id.
 #[derive(Debug)]
 pub struct Names(pub Vec<&'static str>);
 
@@ -187,7 +238,14 @@ impl crate::layout::Names for Names {
             .to_owned()
     }
     fn api(&self, domain_kind: u32, cbid: u32) -> String {
-        match (domain_kind == kind::DRIVER, cbid) {
+        let driver = domain_kind == kind::DRIVER;
+        if let Some((_, _, name)) = cbid::NAMES
+            .iter()
+            .find(|(d, id, _)| *d == driver && *id == cbid)
+        {
+            return (*name).to_owned();
+        }
+        match (driver, cbid) {
             (true, 1) => "cuLaunchKernel",
             (false, 1) => "cudaLaunchKernel",
             (true, _) => "cuMemcpyAsync",
@@ -197,43 +255,93 @@ impl crate::layout::Names for Names {
     }
 }
 
-/// A device trace for a host line: for each `(start_ns, end_ns)` window (an
-/// annotation on host line `line`), a `cuLaunchKernel` inside it carrying the
-/// external correlation of that annotation (`seq` = its index), the kernel it launched
-/// shortly after on stream 7, and a host-to-device copy on stream 8. Timestamps are
-/// session-relative nanoseconds.
-pub fn launches(
-    line: u32,
-    windows: &[(u64, u64)],
-    kernel_names: &[&'static str],
-) -> crate::activity::DeviceTrace {
+/// One launch for [`trace`]: a kernel and a copy made inside the host annotation
+/// whose span is `window`.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch {
+    /// The enclosing annotation's span (session-relative ns).
+    pub window: (u64, u64),
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// The copy's `CUpti_ActivityMemcpyKind`: 1 host to device, 2 device to host.
+    pub copy_kind: u8,
+}
+
+/// API calls of a launch that launch nothing, as a framework makes them around each
+/// launch (offset from the launch in ns, domain kind, callback id).
+const NOISE: [(i64, u32, u32); 6] = [
+    (-40_000, kind::DRIVER, cbid::CU_CTX_GET_CURRENT),
+    (-30_000, kind::DRIVER, cbid::CU_STREAM_GET_CAPTURE_INFO),
+    (-20_000, kind::DRIVER, cbid::CU_EVENT_CREATE),
+    (-10_000, kind::RUNTIME, cbid::CUDA_GET_LAST_ERROR),
+    (6_000, kind::DRIVER, cbid::CU_EVENT_RECORD),
+    (160_000, kind::DRIVER, cbid::CU_EVENT_DESTROY),
+];
+
+/// Correlation ids each launch uses: the launch, its copy, a synchronisation and the
+/// noise.
+const IDS_PER_LAUNCH: u32 = 3 + NOISE.len() as u32;
+
+/// A device trace for a host line: for each launch, on host line `line` inside the
+/// annotation whose span is its window (`seq` = its index), a `cuLaunchKernel` a
+/// quarter into the window and the kernel it launched 8 µs later on stream 7 (40 µs
+/// long); a `cuMemcpyHtoDAsync_v2` (or `DtoH`) 45 µs after the launch and its copy
+/// of 4 MiB on stream 8, from 50 to 150 µs; a `cuStreamSynchronize` waiting for it
+/// from 52 µs; and six calls that launch nothing (`cuCtxGetCurrent`, `cuStreamGetCaptureInfo_v2`, `cuEventCreate`,
+/// `cudaGetLastError`, `cuEventRecord`, `cuEventDestroy_v2`) around them, as
+/// frameworks make them. Every call carries the annotation's external correlation.
+/// Correlation ids grow with the launches' order. Timestamps are session-relative
+/// nanoseconds.
+pub fn trace(line: u32, launches: &[Launch]) -> crate::activity::DeviceTrace {
     use crate::activity::{DeviceInfo, DeviceTrace};
-    let names = Names(kernel_names.to_vec());
+    let mut kernel_names: Vec<&'static str> = Vec::new();
     let mut records = Vec::new();
-    for (i, &(start, end)) in windows.iter().enumerate() {
-        let correlation = 2 * i as u32 + 1;
+    for (i, l) in launches.iter().enumerate() {
+        let (start, end) = l.window;
+        let first = IDS_PER_LAUNCH * i as u32 + 1;
         let launch = start + (end - start) / 4;
-        let scope = profiler_core::tracer::ScopeId {
+        let external = profiler_core::tracer::ScopeId {
             line,
             seq: i as u64,
+        }
+        .to_u64();
+        let name_ptr = match kernel_names.iter().position(|&k| k == l.kernel) {
+            Some(at) => at,
+            None => {
+                kernel_names.push(l.kernel);
+                kernel_names.len() - 1
+            }
+        } as u64;
+        let mut api = |correlation: u32, domain: u32, id: u32, at: u64, len: u64| {
+            records.push(external_record(correlation, external));
+            records.push(api_record(domain, id, at, at + len, 4242, correlation));
         };
-        records.push(external_record(correlation, scope.to_u64()));
-        records.push(api_record(
+        let copy_call = if l.copy_kind == 2 {
+            cbid::CU_MEMCPY_DTOH_ASYNC
+        } else {
+            cbid::CU_MEMCPY_HTOD_ASYNC
+        };
+        api(first, kind::DRIVER, cbid::CU_LAUNCH_KERNEL, launch, 5_000);
+        api(first + 1, kind::DRIVER, copy_call, launch + 45_000, 3_000);
+        api(
+            first + 2,
             kind::DRIVER,
-            1,
-            launch,
-            launch + 5_000,
-            4242,
-            correlation,
-        ));
+            cbid::CU_STREAM_SYNCHRONIZE,
+            launch + 52_000,
+            100_000,
+        );
+        for (n, (offset, domain, id)) in NOISE.into_iter().enumerate() {
+            let at = launch.saturating_add_signed(offset);
+            api(first + 3 + n as u32, domain, id, at, 1_000);
+        }
         records.push(kernel_record(
             &Kernel {
-                name_ptr: (i % kernel_names.len().max(1)) as u64,
+                name_ptr,
                 start: launch + 8_000,
                 end: launch + 48_000,
                 device: 0,
                 stream: 7,
-                correlation,
+                correlation: first,
                 registers: 64,
                 static_shared: 1024,
                 dynamic_shared: 8192,
@@ -246,18 +354,20 @@ pub fn launches(
                 KERNEL13_LEN
             },
         ));
+        let (src, dst) = if l.copy_kind == 2 { (3, 2) } else { (2, 3) };
         records.push(memcpy_record(
-            1,
-            2,
-            3,
-            1 << 20,
+            l.copy_kind,
+            src,
+            dst,
+            4 << 20,
             launch + 50_000,
-            launch + 60_000,
+            launch + 150_000,
             8,
-            correlation + 1,
+            first + 1,
             88,
         ));
     }
+    let names = Names(kernel_names);
     let activities = records
         .iter()
         .filter_map(|r| crate::layout::read(r, &names))
@@ -276,5 +386,93 @@ pub fn launches(
         }],
         activities,
         ..DeviceTrace::default()
+    }
+}
+
+/// [`trace`] of one launch per window, with the kernels named in turn from
+/// `kernel_names` and every copy host to device.
+pub fn launches(
+    line: u32,
+    windows: &[(u64, u64)],
+    kernel_names: &[&'static str],
+) -> crate::activity::DeviceTrace {
+    let launches: Vec<Launch> = windows
+        .iter()
+        .enumerate()
+        .map(|(i, &window)| Launch {
+            window,
+            kernel: kernel_names
+                .get(i % kernel_names.len().max(1))
+                .copied()
+                .unwrap_or("?"),
+            copy_kind: 1,
+        })
+        .collect();
+    trace(line, &launches)
+}
+
+#[cfg(test)]
+mod tests {
+    use cudarc::cupti::sys;
+
+    use super::cbid::*;
+
+    // The callback ids against cudarc's generated enums.
+    #[test]
+    fn callback_ids_match_cuptis_enums() {
+        use sys::CUpti_driver_api_trace_cbid as D;
+        use sys::CUpti_runtime_api_trace_cbid as R;
+        for (ours, theirs) in [
+            (
+                CU_LAUNCH_KERNEL,
+                D::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel as u32,
+            ),
+            (
+                CU_MEMCPY_HTOD_ASYNC,
+                D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 as u32,
+            ),
+            (
+                CU_MEMCPY_DTOH_ASYNC,
+                D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 as u32,
+            ),
+            (
+                CU_STREAM_SYNCHRONIZE,
+                D::CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize as u32,
+            ),
+            (
+                CU_MEM_ALLOC,
+                D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 as u32,
+            ),
+            (
+                CU_CTX_GET_CURRENT,
+                D::CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent as u32,
+            ),
+            (
+                CU_EVENT_CREATE,
+                D::CUPTI_DRIVER_TRACE_CBID_cuEventCreate as u32,
+            ),
+            (
+                CU_EVENT_RECORD,
+                D::CUPTI_DRIVER_TRACE_CBID_cuEventRecord as u32,
+            ),
+            (
+                CU_EVENT_DESTROY,
+                D::CUPTI_DRIVER_TRACE_CBID_cuEventDestroy_v2 as u32,
+            ),
+            (
+                CU_STREAM_GET_CAPTURE_INFO,
+                D::CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2 as u32,
+            ),
+            (
+                CUDA_LAUNCH_KERNEL,
+                R::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 as u32,
+            ),
+            (
+                CUDA_GET_LAST_ERROR,
+                R::CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020 as u32,
+            ),
+        ] {
+            assert_eq!(ours, theirs);
+        }
     }
 }

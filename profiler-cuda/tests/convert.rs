@@ -5,7 +5,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XPlane, XSpace, XStatValue};
 use profiler_core::{session, trace, ProfileOptions};
 use profiler_cuda::activity::{Activity, DeviceTrace};
-use profiler_cuda::convert::{add_to_space, ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM};
+use profiler_cuda::convert::{add_to_space, ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, TF_OP};
 use profiler_cuda::layout::kind;
 use profiler_cuda::synthetic::{self, Names};
 
@@ -77,9 +77,13 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
         end: u64::MAX - 5,
         at: Default::default(),
     });
-    add_to_space(&trace, &mut space, &|ns| {
+    let calls = add_to_space(&trace, &mut space, &|ns| {
         ns.checked_add(0).filter(|&n| n < u64::MAX / 2)
     });
+    // Per launch: the launch, the copy and the synchronisation; and the stray copy.
+    assert_eq!(calls.kept, 3 * 3 + 1);
+    assert_eq!(calls.left_out_total(), 3 * 6, "{calls:?}");
+    assert_eq!(calls.left_out.get("cuCtxGetCurrent"), Some(&3));
 
     let gpu = space.plane("/device:GPU:0").expect("GPU plane");
     let kernels = events(gpu, "gemm_kernel");
@@ -102,16 +106,20 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
         stat(gpu, k, ANNOTATION),
         Some(&XStatValue::Str("attn".into()))
     );
+    assert_eq!(
+        stat(gpu, k, TF_OP),
+        Some(&XStatValue::Str("attn:attn".into()))
+    );
     assert_eq!(stat(gpu, k, HOST_STEP_NUM), Some(&XStatValue::Int64(0)));
     let (_, k3) = events(gpu, "gemm_kernel")[1];
     assert_eq!(stat(gpu, k3, HOST_STEP_NUM), Some(&XStatValue::Int64(2)));
 
-    let copies = events(gpu, "MemcpyH2D");
+    let copies = events(gpu, "MemcpyHToD");
     assert_eq!(copies.len(), 3);
     assert_eq!(
         stat(gpu, copies[0].1, "memcpy_details"),
         Some(&XStatValue::Str(
-            "kind_src:pinned kind_dst:device size:1048576".into()
+            "kind_src:pinned kind_dst:device size:4194304".into()
         ))
     );
     assert_eq!(
@@ -137,13 +145,16 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
     ] {
         assert_eq!(gpu.find_stat(&gpu.stats, name), Some(&value), "{name}");
     }
+    // Sorted lines on one timestamp (XProf compares offsets across streams).
     for l in &gpu.lines {
         let sorted = l
             .events
             .windows(2)
             .all(|w| w[0].offset_ps() <= w[1].offset_ps());
-        assert!(sorted && l.events[0].offset_ps() == 0, "line {}", l.name);
+        assert!(sorted && l.events[0].offset_ps() >= 0, "line {}", l.name);
+        assert_eq!(l.timestamp_ns, gpu.lines[0].timestamp_ns, "line {}", l.name);
     }
+    assert!(gpu.lines.iter().any(|l| l.events[0].offset_ps() == 0));
 
     // Launches sit inside their annotation on the host thread's line, same correlation.
     let host = space.plane(schema::HOST_PLANE).expect("host");
@@ -157,6 +168,12 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
         host.find_stat(&launches[0].1.stats, "correlation_id"),
         Some(&XStatValue::Uint64(1))
     );
+    // A synchronisation stays, without a correlation (no device work has it);
+    // the calls that launch nothing are left out.
+    let syncs = events(host, "cuStreamSynchronize");
+    assert_eq!(syncs.len(), 3);
+    assert_eq!(host.find_stat(&syncs[0].1.stats, "correlation_id"), None);
+    assert!(events(host, "cuCtxGetCurrent").is_empty());
     let on_line = host
         .lines
         .iter()
@@ -253,7 +270,8 @@ fn annotations_past_gpu_max_annotation_strings_are_left_off_and_counted() {
         ["attn", "attn", "attn", "attn", "embed", "embed", "mlp", "mlp"]
     );
     assert!(warnings.is_empty(), "{warnings:?}");
-    // Two names fit: the first two seen (embed, attn) keep theirs; mlp's 2 do not.
+    // Two fit: the first two seen (embed:embed, attn:attn) keep theirs; mlp's 2
+    // launches (a kernel and a copy each) do not.
     let (capped, warnings) = annotated(Some(2));
     assert_eq!(
         capped,
@@ -261,8 +279,8 @@ fn annotations_past_gpu_max_annotation_strings_are_left_off_and_counted() {
     );
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warnings[0].contains("2 launches without their annotation")
-            && warnings[0].contains("gpu_max_annotation_strings (2 distinct names)"),
+        warnings[0].contains("4 launches without their annotation")
+            && warnings[0].contains("gpu_max_annotation_strings (2 distinct annotation stacks)"),
         "{}",
         warnings[0]
     );
@@ -334,4 +352,206 @@ fn device_memory_in_use_is_a_counter_track_per_gpu() {
     );
     assert_eq!(samples("/device:GPU:1"), [(150, 7.0)]);
     assert!(space.warnings.is_empty(), "{:?}", space.warnings);
+}
+
+/// A host plane with `Train` steps of `block` > (`attn`, `mlp`), then `decoder` >
+/// `attn`; its line and the launches of each layer (kernel names `attn_k`, `mlp_k`,
+/// `dec_k`), sorted by start.
+fn nested_space(steps: u32) -> (XSpace, u32, Vec<synthetic::Launch>) {
+    let one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
+    for step in 0..steps {
+        let _t = trace!("Train", step_num = step);
+        {
+            let _b = trace!("block");
+            for layer in ["attn", "mlp"] {
+                let _l = profiler_core::Trace::new(layer);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        let _d = trace!("decoder");
+        let _a = trace!("attn");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let space = session::stop().expect("stop").into_xspace();
+    drop(one);
+    let host = space.plane(schema::HOST_PLANE).expect("host");
+    let line = host
+        .lines
+        .iter()
+        .find(|l| !l.events.is_empty())
+        .expect("a line");
+    // Each attn or mlp window, with the name of the event enclosing it.
+    let mut launches = Vec::new();
+    for e in &line.events {
+        let (start, end) = line.event_span_ps(e);
+        let kernel = match host.event_name(e.metadata_id) {
+            Some("mlp") => "mlp_k",
+            Some("attn") => {
+                let in_decoder = line.events.iter().any(|p| {
+                    let (ps, pe) = line.event_span_ps(p);
+                    host.event_name(p.metadata_id) == Some("decoder") && ps <= start && end <= pe
+                });
+                if in_decoder {
+                    "dec_k"
+                } else {
+                    "attn_k"
+                }
+            }
+            _ => continue,
+        };
+        launches.push(synthetic::Launch {
+            window: ((start / 1000) as u64, (end / 1000) as u64),
+            kernel,
+            copy_kind: 2,
+        });
+    }
+    launches.sort_by_key(|l| l.window);
+    (space.clone(), line.id as u32, launches)
+}
+
+/// The `tf_op` strings of the events named `name` on the GPU plane.
+fn tf_ops(gpu: &XPlane, name: &str) -> Vec<Option<String>> {
+    events(gpu, name)
+        .into_iter()
+        .map(|(_, e)| match stat(gpu, e, TF_OP) {
+            Some(XStatValue::Str(s)) => Some(s.clone()),
+            None => None,
+            Some(other) => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn device_work_carries_the_annotation_stack_inside_the_step_as_tf_op() {
+    let (mut space, line, launches) = nested_space(2);
+    assert_eq!(launches.len(), 6);
+    let trace = synthetic::trace(line, &launches);
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    let some = |s: &str| vec![Some(s.to_owned()); 2];
+    // The step is left out, so an op is named alike in every step.
+    assert_eq!(tf_ops(gpu, "attn_k"), some("block/attn:attn"));
+    assert_eq!(tf_ops(gpu, "mlp_k"), some("block/mlp:mlp"));
+    assert_eq!(tf_ops(gpu, "dec_k"), some("decoder/attn:attn"));
+    // Copies launched there carry it too; the innermost name and the step stay.
+    let copies = tf_ops(gpu, "MemcpyDToH");
+    assert_eq!(copies.len(), 6);
+    assert!(copies.contains(&Some("block/mlp:mlp".into())));
+    let (_, k) = events(gpu, "dec_k")[1];
+    assert_eq!(
+        stat(gpu, k, ANNOTATION),
+        Some(&XStatValue::Str("attn".into()))
+    );
+    assert_eq!(stat(gpu, k, HOST_STEP_NUM), Some(&XStatValue::Int64(1)));
+    assert!(space.warnings.is_empty(), "{:?}", space.warnings);
+}
+
+#[test]
+fn gpu_max_annotation_strings_counts_distinct_tf_op_strings() {
+    // Three stacks, two of them ending in attn: a cap of 2 keeps the first two seen
+    // (block/attn, block/mlp) and leaves decoder/attn's launches bare.
+    let (space, line, launches) = nested_space(2);
+    let mut trace = synthetic::trace(line, &launches);
+    trace.max_annotation_strings = Some(2);
+    let mut space = space.clone();
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    assert_eq!(
+        tf_ops(gpu, "attn_k"),
+        vec![Some("block/attn:attn".into()); 2]
+    );
+    assert_eq!(tf_ops(gpu, "mlp_k"), vec![Some("block/mlp:mlp".into()); 2]);
+    assert_eq!(tf_ops(gpu, "dec_k"), [None, None]);
+    let (_, k) = events(gpu, "dec_k")[0];
+    assert_eq!(stat(gpu, k, ANNOTATION), None);
+    // 2 steps × (a kernel and a copy).
+    assert_eq!(space.warnings.len(), 1, "{:?}", space.warnings);
+    assert!(
+        space.warnings[0].contains("4 launches without their annotation"),
+        "{}",
+        space.warnings[0]
+    );
+}
+
+#[test]
+fn calls_that_launch_nothing_stay_off_the_host_unless_every_call_is_asked_for() {
+    const NOISE: [&str; 6] = [
+        "cuCtxGetCurrent",
+        "cuStreamGetCaptureInfo_v2",
+        "cuEventCreate",
+        "cudaGetLastError_v3020",
+        "cuEventRecord",
+        "cuEventDestroy_v2",
+    ];
+    const KEPT: [&str; 3] = [
+        "cuLaunchKernel",
+        "cuMemcpyDtoHAsync_v2",
+        "cuStreamSynchronize",
+    ];
+    let (space, line, launches) = nested_space(1);
+    let host_names = |all: bool| {
+        let mut space = space.clone();
+        let mut trace = synthetic::trace(line, &launches);
+        trace.all_api_calls = all;
+        let calls = add_to_space(&trace, &mut space, &Some);
+        let host = space.plane(schema::HOST_PLANE).expect("host").clone();
+        let count = |name: &str| events(&host, name).len();
+        let counts: Vec<usize> = NOISE.iter().chain(&KEPT).map(|n| count(n)).collect();
+        // Only calls with device work carry a correlation (no arrow with one end).
+        let correlated = host
+            .lines
+            .iter()
+            .flat_map(|l| &l.events)
+            .filter(|e| host.find_stat(&e.stats, "correlation_id").is_some())
+            .count();
+        (counts, correlated, calls)
+    };
+    // Default: 3 launches, none of the noise.
+    let (counts, correlated, calls) = host_names(false);
+    assert_eq!(counts, [0, 0, 0, 0, 0, 0, 3, 3, 3]);
+    assert_eq!(correlated, 6);
+    assert_eq!((calls.kept, calls.left_out_total()), (9, 18));
+    assert_eq!(calls.left_out.len(), 6, "{calls:?}");
+    // gpu_trace_all_api_calls: everything, and nothing left out.
+    let (counts, correlated, calls) = host_names(true);
+    assert_eq!(counts, [3; 9]);
+    assert_eq!(correlated, 6);
+    assert_eq!((calls.kept, calls.left_out_total()), (27, 0));
+    // A call off the list that launched device work is kept all the same.
+    let mut space = space.clone();
+    let names = Names(vec!["k"]);
+    let mut trace = DeviceTrace::default();
+    for r in [
+        synthetic::api_record(
+            kind::DRIVER,
+            synthetic::cbid::CU_EVENT_RECORD,
+            10,
+            20,
+            5,
+            900,
+        ),
+        synthetic::memset_record(64, 30, 40, 9, 900),
+    ] {
+        trace
+            .activities
+            .push(profiler_cuda::layout::read(&r, &names).expect("record"));
+    }
+    let calls = add_to_space(&trace, &mut space, &Some);
+    assert_eq!((calls.kept, calls.left_out_total()), (1, 0));
+    assert!(space.warnings.is_empty(), "{:?}", space.warnings);
+    // Where CUPTI could not be told per function (libcupti < 12.5), the profile says
+    // so, with what the tracer dropped as it arrived.
+    trace.api_left_out = [("cuCtxGetCurrent".to_owned(), 40)].into();
+    trace.api_selection_failed = Some("libcupti has no cuptiActivityEnableDriverApi".into());
+    let calls = add_to_space(&trace, &mut space, &Some);
+    assert_eq!(calls.left_out_total(), 40);
+    assert_eq!(space.warnings.len(), 1, "{:?}", space.warnings);
+    let w = &space.warnings[0];
+    assert!(
+        w.contains("could not be told")
+            && w.contains("no cuptiActivityEnableDriverApi")
+            && w.contains("the 40 that launch nothing"),
+        "{w}"
+    );
 }

@@ -10,18 +10,22 @@ use profiler_core::xspace::{
 
 use crate::activity::{Activity, DeviceTrace, Placement};
 use crate::occupancy::{theoretical_occupancy, SmLimits};
-use crate::stats::{self, device, ANNOTATION, CORRELATION_ID, DEVICE_BYTES_IN_USE, HOST_STEP_NUM};
+use crate::stats::{
+    self, device, ANNOTATION, CORRELATION_ID, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, TF_OP,
+};
+
+use super::host::LaunchedIn;
 
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
 pub const GPU_PLANE_BASE_ID: i64 = 1;
 
 /// Adds a plane per GPU of `trace` to `space`; `launched_in` gives, per correlation
-/// id, the annotation and step each launch ran under.
+/// id, the annotations and step each launch ran under.
 pub(super) fn add_planes(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
-    launched_in: &HashMap<u32, (String, Option<i64>)>,
+    launched_in: &HashMap<u32, LaunchedIn>,
 ) {
     let mut planes: BTreeMap<u32, DevicePlane> = BTreeMap::new();
     for device in &trace.devices {
@@ -248,7 +252,7 @@ impl DevicePlane {
         end: u64,
         at: &Placement,
         details: Details,
-        launched_in: Option<&(String, Option<i64>)>,
+        launched_in: Option<&LaunchedIn>,
     ) {
         let p = &mut self.plane;
         let mut stats = vec![
@@ -272,10 +276,13 @@ impl DevicePlane {
             Details::Memcpy(s) => p.stat(stats::MEMCPY_DETAILS, XStatValue::Str(s)),
             Details::Memset(s) => p.stat(stats::MEMSET_DETAILS, XStatValue::Str(s)),
         });
-        if let Some((annotation, step)) = launched_in {
-            stats.push(p.stat(ANNOTATION, XStatValue::Str(annotation.clone())));
-            if let Some(step) = step {
-                stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(*step)));
+        if let Some(launched) = launched_in {
+            if let Some(tf_op) = &launched.tf_op {
+                stats.push(p.stat(TF_OP, XStatValue::Str(tf_op.clone())));
+            }
+            stats.push(p.stat(ANNOTATION, XStatValue::Str(launched.annotation.clone())));
+            if let Some(step) = launched.step {
+                stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(step)));
             }
         }
         let event = XEvent {
@@ -302,17 +309,44 @@ impl DevicePlane {
             let id = i64::from(schema::COUNTERS_LINE_ID);
             merge_into_line(&mut plane, id, schema::COUNTERS_LINE, self.counters);
         }
+        share_one_timestamp(&mut plane);
         plane
     }
 }
 
-/// TSL's names for `CUpti_ActivityMemcpyKind`.
+/// Puts every line of `plane` on the earliest line's `timestamp_ns`, as TSL's CUPTI
+/// collector writes GPU planes: XProf measures a GPU's busy span from events' offsets
+/// within their lines (`ConvertDeviceTraceXPlaneToOpMetricsDb`), which compare only
+/// when the lines share one base.
+fn share_one_timestamp(plane: &mut XPlane) {
+    let Some(base) = plane.lines.iter().map(|l| l.timestamp_ns).min() else {
+        return;
+    };
+    for line in &mut plane.lines {
+        let shift_ps = (line.timestamp_ns - base).saturating_mul(1000);
+        if shift_ps == 0 {
+            continue;
+        }
+        for e in &mut line.events {
+            e.data = Some(XEventData::OffsetPs(e.offset_ps() + shift_ps));
+        }
+        line.timestamp_ns = base;
+        line.duration_ps += shift_ps;
+    }
+}
+
+/// Names of `CUpti_ActivityMemcpyKind`s, spelt as XProf classifies copies (TSL's
+/// `MemcpyH2D` / `MemcpyD2H` / `MemcpyD2D` are not recognised by XProf 2.24, which
+/// then counts them as device compute): host to device is the overview page's Input
+/// time, device to host its Output time, device to device (peer copies included) its
+/// Device to Device time.
 fn copy_name(kind: u8) -> &'static str {
     match kind {
-        1 => "MemcpyH2D",
-        2 => "MemcpyD2H",
-        8 => "MemcpyD2D",
-        10 => "MemcpyP2P",
+        1 => "MemcpyHToD",
+        2 => "MemcpyDToH",
+        8 => "MemcpyDToD",
+        9 => "MemcpyHToH",
+        10 => "MemcpyDToDPeer",
         _ => "MemcpyOther",
     }
 }

@@ -1,6 +1,7 @@
-//! The host side of a device trace: each CUDA API call on the host line of the thread
-//! that made it (or on a line of its own when no annotation was open), and for each
-//! launch, the host annotation that enclosed it and the step it ran in.
+//! The host side of a device trace: the CUDA API calls that matter on the host line
+//! of the thread that made them (or on a line of their own when no annotation was
+//! open), and for each launch, the stack of host annotations that enclosed it, as the
+//! op XProf files its device work under, and the step it ran in.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -13,19 +14,121 @@ use profiler_core::xspace::{
 use crate::activity::{Activity, DeviceTrace};
 use crate::stats::CORRELATION_ID;
 
-/// What the host side found out for the device side.
-pub(super) struct Launches {
-    /// Per correlation id, the innermost annotation enclosing the launch and the
-    /// enclosing step's number.
-    pub(super) launched_in: HashMap<u32, (String, Option<i64>)>,
-    /// Launches whose annotation was left off, over `gpu_max_annotation_strings`.
-    pub(super) unannotated: u64,
-    /// The cap on distinct annotation names.
-    pub(super) annotation_limit: usize,
+/// Families of CUDA API functions recorded by default, by the start of their base
+/// name (the name without CUPTI's `_v2` / `_v3020` / `_ptsz` / `_ptds` suffixes).
+const RECORDED_FAMILIES: [&str; 13] = [
+    // Launches.
+    "cuLaunchKernel",
+    "cuLaunchCooperativeKernel",
+    "cuLaunchGrid",
+    "cudaLaunchKernel",
+    "cudaLaunchCooperativeKernel",
+    // Copies and memsets.
+    "cuMemcpy",
+    "cudaMemcpy",
+    "cuMemset",
+    "cudaMemset",
+    // Allocations and frees.
+    "cuMemAlloc",
+    "cuMemFree",
+    "cudaMalloc",
+    "cudaFree",
+];
+
+/// Single CUDA API functions recorded by default, by base name.
+const RECORDED_FUNCTIONS: [&str; 15] = [
+    // The oldest launch calls, and graph launches.
+    "cuLaunch",
+    "cudaLaunch",
+    "cuGraphLaunch",
+    "cudaGraphLaunch",
+    // Allocations and frees the families above miss.
+    "cuMemHostAlloc",
+    "cudaHostAlloc",
+    "cuMemCreate",
+    "cuMemRelease",
+    // Synchronisation: the host waits for the device.
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaThreadSynchronize",
+];
+
+/// A CUDA API function's name without CUPTI's ABI-version (`_v2`, `_v3020`) and
+/// per-thread default stream (`_ptsz`, `_ptds`) suffixes: `cuMemcpyHtoDAsync_v2_ptsz`
+/// → `cuMemcpyHtoDAsync`, `cudaLaunchKernel_ptsz_v7000` → `cudaLaunchKernel`.
+fn base_name(name: &str) -> &str {
+    for (at, _) in name.match_indices('_') {
+        let rest = &name[at + 1..];
+        let version = rest
+            .strip_prefix('v')
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+        if version || rest.starts_with("ptsz") || rest.starts_with("ptds") {
+            return &name[..at];
+        }
+    }
+    name
 }
 
-/// Puts `trace`'s API calls on the host plane of `space` and finds what each launch
-/// was annotated with.
+/// Whether prof records the CUDA driver or runtime API call `name` (as CUPTI names
+/// it) without `gpu_trace_all_api_calls`: kernel launches (`cuLaunchKernel*`,
+/// `cudaLaunchKernel*`, `cuLaunchCooperativeKernel*`, `cuLaunchGrid*`, graph
+/// launches), copies (`cuMemcpy*`, `cudaMemcpy*`), memsets (`cuMemset*`,
+/// `cudaMemset*`), allocations and frees (`cuMemAlloc*`, `cuMemFree*`,
+/// `cuMemHostAlloc`, `cuMemCreate`, `cuMemRelease`, `cudaMalloc*`, `cudaFree*`,
+/// `cudaHostAlloc`) and synchronisation (`cuCtxSynchronize`, `cuStreamSynchronize`,
+/// `cuEventSynchronize`, `cudaDeviceSynchronize`, `cudaStreamSynchronize`,
+/// `cudaEventSynchronize`, `cudaThreadSynchronize`), as TSL's tracer does. Calls
+/// that launch nothing (`cuCtxGetCurrent`, `cuEventCreate`, `cuEventRecord`,
+/// `cuStreamGetCaptureInfo`, `cudaGetLastError`, …) are left out: they are most of
+/// what a framework calls, and say nothing about the device.
+///
+/// ```
+/// use profiler_cuda::convert::api_recorded_by_default as recorded;
+/// assert!(recorded("cuLaunchKernel") && recorded("cudaLaunchKernel_ptsz_v7000"));
+/// assert!(recorded("cuMemcpyHtoDAsync_v2") && recorded("cuStreamSynchronize"));
+/// assert!(!recorded("cuCtxGetCurrent") && !recorded("cuEventDestroy_v2"));
+/// ```
+pub fn api_recorded_by_default(name: &str) -> bool {
+    let base = base_name(name);
+    RECORDED_FUNCTIONS.contains(&base) || RECORDED_FAMILIES.iter().any(|f| base.starts_with(f))
+}
+
+/// What a launch ran under on the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct LaunchedIn {
+    /// The innermost host annotation enclosing the launch (the step itself when no
+    /// other annotation was open).
+    pub(super) annotation: String,
+    /// XProf's `tf_op` for the device work: see [`tf_op`]. `None` when no annotation
+    /// inside the step enclosed the launch.
+    pub(super) tf_op: Option<String>,
+    /// The enclosing step's `step_num`.
+    pub(super) step: Option<i64>,
+}
+
+/// What the host side found out for the device side.
+pub(super) struct Launches {
+    /// Per correlation id of an API call that launched device work, what it ran under.
+    pub(super) launched_in: HashMap<u32, LaunchedIn>,
+    /// Launches whose annotation was left off, over `gpu_max_annotation_strings`.
+    pub(super) unannotated: u64,
+    /// The cap on distinct annotation stacks.
+    pub(super) annotation_limit: usize,
+    /// API calls put on host lines.
+    pub(super) api_kept: u64,
+    /// API calls left out here, by name.
+    pub(super) api_left_out: BTreeMap<String, u64>,
+}
+
+/// Puts `trace`'s API calls that matter on the host plane of `space` (all of them
+/// with [`DeviceTrace::all_api_calls`]) and finds what each launch was annotated
+/// with. A call that launched device work is always kept, whatever its name, and is
+/// the only kind that carries a `correlation_id` (the others would draw flow arrows
+/// with one end).
 pub(super) fn add_api_calls(
     trace: &DeviceTrace,
     space: &mut XSpace,
@@ -42,6 +145,17 @@ pub(super) fn add_api_calls(
             _ => None,
         })
         .collect();
+    // Correlation ids of the device work: the calls that launched something.
+    let launched: HashSet<u32> = trace
+        .activities
+        .iter()
+        .filter_map(|a| match a {
+            Activity::Kernel { at, .. }
+            | Activity::Memcpy { at, .. }
+            | Activity::Memset { at, .. } => Some(at.correlation_id),
+            _ => None,
+        })
+        .collect();
     let host = space
         .planes
         .iter()
@@ -50,13 +164,16 @@ pub(super) fn add_api_calls(
         .map(|h| HostScopes::new(&space.planes[h]))
         .unwrap_or_default();
 
-    // The host side: API calls, and what each launch was annotated with.
-    let mut launched_in: HashMap<u32, (String, Option<i64>)> = HashMap::new();
-    let mut annotation_names: HashSet<String> = HashSet::new();
-    let annotation_limit = trace
-        .max_annotation_strings
-        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let mut unannotated = 0u64;
+    let mut out = Launches {
+        launched_in: HashMap::new(),
+        unannotated: 0,
+        annotation_limit: trace
+            .max_annotation_strings
+            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        api_kept: 0,
+        api_left_out: BTreeMap::new(),
+    };
+    let mut attached: HashSet<String> = HashSet::new();
     let mut api_events: BTreeMap<(i64, String), Vec<XEvent>> = BTreeMap::new();
     let mut host_plane = host.map(|h| std::mem::take(&mut space.planes[h]));
     let mut host_names = host_plane.as_ref().map(Interner::new);
@@ -71,16 +188,26 @@ pub(super) fn add_api_calls(
         else {
             continue;
         };
+        let launches = launched.contains(correlation_id);
+        if !(launches || trace.all_api_calls || api_recorded_by_default(name)) {
+            *out.api_left_out.entry(name.clone()).or_default() += 1;
+            continue;
+        }
         let (Some(start), Some(end)) = (to_session_ns(*start), to_session_ns(*end)) else {
             continue;
         };
         let scope = external.get(correlation_id);
-        if let Some(found) = scope.and_then(|s| scopes.enclosing(s.line, ps(start))) {
-            if annotation_names.contains(&found.0) || annotation_names.len() < annotation_limit {
-                annotation_names.insert(found.0.clone());
-                launched_in.insert(*correlation_id, found);
+        if let Some(found) = scope
+            .filter(|_| launches)
+            .and_then(|s| scopes.enclosing(s.line, ps(start)))
+        {
+            // The cap counts the distinct strings device work carries.
+            let key = found.tf_op.as_ref().unwrap_or(&found.annotation);
+            if attached.contains(key) || attached.len() < out.annotation_limit {
+                attached.insert(key.clone());
+                out.launched_in.insert(*correlation_id, found);
             } else {
-                unannotated += 1;
+                out.unannotated += 1;
             }
         }
         let (Some(plane), Some(names)) = (host_plane.as_mut(), host_names.as_mut()) else {
@@ -93,16 +220,21 @@ pub(super) fn add_api_calls(
                 format!("CUDA API (thread {thread_id})"),
             ),
         };
-        let stat = names.stat(
-            plane,
-            CORRELATION_ID,
-            XStatValue::Uint64(u64::from(*correlation_id)),
-        );
+        let stats = if launches {
+            vec![names.stat(
+                plane,
+                CORRELATION_ID,
+                XStatValue::Uint64(u64::from(*correlation_id)),
+            )]
+        } else {
+            Vec::new()
+        };
+        out.api_kept += 1;
         api_events.entry(line).or_default().push(XEvent {
             metadata_id: names.event(plane, name),
             data: Some(XEventData::OffsetPs(ps(start))),
             duration_ps: ps(end.saturating_sub(start)),
-            stats: vec![stat],
+            stats,
         });
     }
     if let (Some(h), Some(mut plane)) = (host, host_plane) {
@@ -111,22 +243,75 @@ pub(super) fn add_api_calls(
         }
         space.planes[h] = plane;
     }
-
-    Launches {
-        launched_in,
-        unannotated,
-        annotation_limit,
-    }
+    out
 }
 
-/// (start ps, end ps, name, step_num), session-relative.
-type HostEvent = (i64, i64, String, Option<i64>);
+/// XProf's `tf_op` for device work launched inside `scopes` (annotation names,
+/// outermost first): the names joined by `/`, then `:` and the innermost name as
+/// the op type, e.g. `["block", "attn"]` → `block/attn:attn`. XProf parses it as a
+/// JAX-style op (`TfOp{name: "block/attn", type: "attn"}`): Kernel Stats' op name is
+/// `block/attn`, Framework Op Stats has a device row for it of type `attn`, and the
+/// GPU plane gets "Framework Name Scope" (`block`) and "Framework Ops" (`attn`) lines.
+///
+/// Characters XProf's op-name pattern does not take (`[A-Za-z0-9_.>-]`, as `/` and
+/// `:` separate scopes and type) become `_`, so one annotation is one scope level;
+/// the type keeps `[A-Za-z0-9_]`, and is lowercased where it would otherwise parse as
+/// neither a TensorFlow type (`MatMul`) nor a JAX one (`attn`), so the whole string
+/// always parses as an op rather than XProf's "unknown".
+fn tf_op(scopes: &[&str]) -> Option<String> {
+    let segments: Vec<String> = scopes
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '>' | '-') {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let innermost = scopes.iter().rev().find(|s| !s.is_empty())?;
+    let name = segments.join("/");
+    // TensorFlow's name pattern; a JAX-style op has none.
+    let tf_name = name.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.');
+    let mut ty: String = innermost
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let tf_type = ty.starts_with(|c: char| c.is_ascii_uppercase() || c == '_');
+    let jax_type = ty.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && !ty.contains(|c: char| c.is_ascii_uppercase());
+    if !(jax_type || (tf_type && tf_name)) {
+        ty.make_ascii_lowercase();
+        if ty.starts_with(|c: char| c.is_ascii_digit()) {
+            ty.insert(0, '_');
+        }
+    }
+    Some(format!("{name}:{ty}"))
+}
+
+/// One host event that may enclose a launch.
+struct Scope {
+    start: i64,
+    end: i64,
+    metadata_id: i64,
+    step: Option<i64>,
+    /// The innermost earlier event of the line that contains this one.
+    parent: Option<usize>,
+}
 
 /// The host events of each line, for finding what enclosed a launch.
 #[derive(Default)]
 struct HostScopes {
-    /// Per line id, its events.
-    lines: HashMap<i64, Vec<HostEvent>>,
+    /// Per line id, its events with a duration, by start (longest first on ties),
+    /// each linked to the event containing it.
+    lines: HashMap<i64, Vec<Scope>>,
+    /// Event names by metadata id.
+    names: HashMap<i64, String>,
 }
 
 impl HostScopes {
@@ -134,35 +319,272 @@ impl HostScopes {
         let step_id = plane.stat_id(schema::STEP_NUM);
         let mut lines = HashMap::new();
         for line in &plane.lines {
-            let events = line
+            let mut events: Vec<Scope> = line
                 .events
                 .iter()
+                .filter(|e| e.duration_ps > 0)
                 .map(|e| {
                     let (start, end) = line.event_span_ps(e);
-                    let step = e.stat(step_id).and_then(XStatValue::as_i64);
-                    let name = plane.event_name(e.metadata_id).unwrap_or_default();
-                    (start, end, name.to_owned(), step)
+                    Scope {
+                        start,
+                        end,
+                        metadata_id: e.metadata_id,
+                        step: e.stat(step_id).and_then(XStatValue::as_i64),
+                        parent: None,
+                    }
                 })
                 .collect();
+            events.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+            let mut open: Vec<usize> = Vec::new();
+            for i in 0..events.len() {
+                while let Some(&top) = open.last() {
+                    if events[top].end >= events[i].end {
+                        break;
+                    }
+                    open.pop();
+                }
+                events[i].parent = open.last().copied();
+                open.push(i);
+            }
             lines.insert(line.id, events);
         }
-        HostScopes { lines }
+        let names = plane
+            .event_metadata
+            .iter()
+            .map(|(id, m)| (*id, m.name.clone()))
+            .collect();
+        HostScopes { lines, names }
     }
 
-    /// The innermost event of `line` containing `at_ps`, and the step number of the
-    /// outermost one carrying a `step_num`.
-    fn enclosing(&self, line: u32, at_ps: i64) -> Option<(String, Option<i64>)> {
+    /// What the events of `line` containing `at_ps` say about a launch then: the
+    /// innermost one's name, the `tf_op` of those inside the outermost one carrying
+    /// a `step_num` (all of them when none does), and that step number.
+    fn enclosing(&self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
         let events = self.lines.get(&i64::from(line))?;
-        let mut inner: Option<&HostEvent> = None;
-        let mut step = None;
-        for e in events.iter().filter(|e| e.0 <= at_ps && at_ps <= e.1) {
-            if step.is_none() {
-                step = e.3;
+        // The last event starting by then, and the events containing it: on a line
+        // of properly nested scopes, every event containing `at_ps` is among them.
+        let mut next = events.partition_point(|e| e.start <= at_ps).checked_sub(1);
+        let mut chain = Vec::new(); // innermost first
+        while let Some(i) = next {
+            if events[i].end >= at_ps {
+                chain.push(&events[i]);
             }
-            if inner.is_none_or(|i| e.1 - e.0 <= i.1 - i.0) {
-                inner = Some(e);
-            }
+            next = events[i].parent;
         }
-        inner.map(|e| (e.2.clone(), step))
+        let innermost = chain.first()?;
+        let step_at = chain.iter().rposition(|e| e.step.is_some());
+        let step = step_at.and_then(|at| chain[at].step);
+        let inside = &chain[..step_at.unwrap_or(chain.len())];
+        let name = |e: &Scope| self.names.get(&e.metadata_id).map_or("", String::as_str);
+        let scopes: Vec<&str> = inside.iter().rev().map(|e| name(e)).collect();
+        Some(LaunchedIn {
+            annotation: name(innermost).to_owned(),
+            tf_op: tf_op(&scopes),
+            step,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_names_drop_cuptis_suffixes() {
+        for (name, base) in [
+            ("cuLaunchKernel", "cuLaunchKernel"),
+            ("cuLaunchKernel_ptsz", "cuLaunchKernel"),
+            ("cuMemcpyHtoDAsync_v2_ptsz", "cuMemcpyHtoDAsync"),
+            ("cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel"),
+            ("cudaMemcpy_v3020", "cudaMemcpy"),
+            ("cuStreamGetCaptureInfo_v2", "cuStreamGetCaptureInfo"),
+            ("cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync"),
+            ("cuGraphInstantiate_v2", "cuGraphInstantiate"),
+            ("__cudaRegisterFunction_v3020", "__cudaRegisterFunction"),
+            ("cuvid_x", "cuvid_x"),
+        ] {
+            assert_eq!(base_name(name), base, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_calls_that_matter_are_recorded_by_default() {
+        for name in [
+            "cuLaunchKernel",
+            "cuLaunchKernelEx_ptsz",
+            "cuLaunchCooperativeKernelMultiDevice",
+            "cuLaunchGridAsync",
+            "cuLaunch",
+            "cudaLaunch_v3020",
+            "cudaLaunchKernel_v7000",
+            "cudaLaunchKernelExC_v11060",
+            "cudaLaunchCooperativeKernel_ptsz_v9000",
+            "cuGraphLaunch",
+            "cuGraphLaunch_ptsz",
+            "cudaGraphLaunch_v10000",
+            "cuMemcpyHtoD_v2",
+            "cuMemcpyDtoHAsync_v2_ptsz",
+            "cuMemcpy3DPeerAsync",
+            "cuMemcpyBatchAsync",
+            "cudaMemcpy_v3020",
+            "cudaMemcpyAsync_ptsz_v7000",
+            "cudaMemcpyToSymbol_v3020",
+            "cuMemsetD32Async",
+            "cudaMemsetAsync_v3020",
+            "cuMemAlloc_v2",
+            "cuMemAllocHost_v2",
+            "cuMemAllocManaged",
+            "cuMemAllocAsync",
+            "cuMemFree_v2",
+            "cuMemFreeHost",
+            "cuMemFreeAsync_ptsz",
+            "cuMemHostAlloc",
+            "cuMemCreate",
+            "cuMemRelease",
+            "cudaMalloc_v3020",
+            "cudaMallocHost_v3020",
+            "cudaMallocAsync_v11020",
+            "cudaFree_v3020",
+            "cudaFreeHost_v3020",
+            "cudaHostAlloc_v3020",
+            "cuCtxSynchronize",
+            "cuCtxSynchronize_v2",
+            "cuStreamSynchronize",
+            "cuStreamSynchronize_ptsz",
+            "cuEventSynchronize",
+            "cudaDeviceSynchronize_v3020",
+            "cudaStreamSynchronize_v3020",
+            "cudaEventSynchronize_v3020",
+            "cudaThreadSynchronize_v3020",
+        ] {
+            assert!(api_recorded_by_default(name), "{name} should be recorded");
+        }
+        // The noisiest calls of a 100-step H100 run, and other calls that launch
+        // nothing.
+        for name in [
+            "cuCtxGetCurrent",
+            "cuCtxSetCurrent",
+            "cuEventCreate",
+            "cuEventDestroy_v2",
+            "cuEventRecord",
+            "cuEventQuery",
+            "cuStreamGetCaptureInfo_v2",
+            "cuStreamIsCapturing",
+            "cuStreamWaitEvent",
+            "cuPointerGetAttribute",
+            "cuDevicePrimaryCtxRetain",
+            "cuFuncGetAttribute",
+            "cuKernelGetAttribute",
+            "cuModuleGetFunction",
+            "cuMemGetInfo_v2",
+            "cuMemGetAddressRange_v2",
+            "cuGraphInstantiate_v2",
+            "cuLaunchHostFunc",
+            "cudaGetDevice_v3020",
+            "cudaGetLastError_v3020",
+            "cudaStreamIsCapturing_v10000",
+            "cudaEventRecord_v3020",
+            "CUDA API 123",
+            "",
+        ] {
+            assert!(!api_recorded_by_default(name), "{name} should be left out");
+        }
+    }
+
+    #[test]
+    fn tf_op_joins_the_stack_and_types_it_with_the_innermost_name() {
+        assert_eq!(
+            tf_op(&["block", "attn"]).as_deref(),
+            Some("block/attn:attn")
+        );
+        assert_eq!(tf_op(&["attn"]).as_deref(), Some("attn:attn"));
+        assert_eq!(tf_op(&[]), None);
+        assert_eq!(tf_op(&[""]), None);
+        // A TensorFlow-style type stays as it is.
+        assert_eq!(
+            tf_op(&["model", "dense", "MatMul"]).as_deref(),
+            Some("model/dense/MatMul:MatMul")
+        );
+        // Characters XProf's patterns do not take.
+        assert_eq!(
+            tf_op(&["encoder/layer 0", "attn-softmax"]).as_deref(),
+            Some("encoder_layer_0/attn-softmax:attn_softmax")
+        );
+        assert_eq!(tf_op(&["a:b", "x#1"]).as_deref(), Some("a_b/x_1:x_1"));
+        // Mixed case, or a leading digit, would parse as neither kind of type.
+        assert_eq!(
+            tf_op(&["layerNorm"]).as_deref(),
+            Some("layerNorm:layernorm")
+        );
+        assert_eq!(tf_op(&["1x1"]).as_deref(), Some("1x1:_1x1"));
+        // A name TensorFlow's pattern refuses needs a JAX-style type.
+        assert_eq!(
+            tf_op(&["_private", "Dense"]).as_deref(),
+            Some("_private/Dense:dense")
+        );
+    }
+
+    fn plane_with(events: &[(&str, i64, i64, Option<i64>)]) -> XPlane {
+        use profiler_core::xspace::PlaneBuilder;
+        let mut b = PlaneBuilder::new(1, schema::HOST_PLANE);
+        let mut xevents = Vec::new();
+        for &(name, start, end, step) in events {
+            let stats = step
+                .map(|s| vec![b.stat(schema::STEP_NUM, XStatValue::Int64(s))])
+                .unwrap_or_default();
+            xevents.push(XEvent {
+                metadata_id: b.event_metadata_id(name),
+                data: Some(XEventData::OffsetPs(start)),
+                duration_ps: end - start,
+                stats,
+            });
+        }
+        let mut plane = b.build();
+        merge_into_line(&mut plane, 3, "main", xevents);
+        plane
+    }
+
+    #[test]
+    fn the_whole_stack_inside_the_step_is_found() {
+        // Train 7 [0, 100] > forward [10, 90] > block [20, 80] > attn [30, 40], mlp
+        // [50, 70]; an instant at 35; then Eval (no step_num) > attn [120, 130].
+        let plane = plane_with(&[
+            ("Train", 0, 100, Some(7)),
+            ("forward", 10, 90, None),
+            ("block", 20, 80, None),
+            ("attn", 30, 40, None),
+            ("marker", 35, 35, None),
+            ("mlp", 50, 70, None),
+            ("Eval", 110, 140, None),
+            ("attn", 120, 130, None),
+        ]);
+        let scopes = HostScopes::new(&plane);
+        let at = |ps| scopes.enclosing(3, ps);
+        let launched = |annotation: &str, tf_op: Option<&str>, step| {
+            Some(LaunchedIn {
+                annotation: annotation.into(),
+                tf_op: tf_op.map(Into::into),
+                step,
+            })
+        };
+        assert_eq!(
+            at(35),
+            launched("attn", Some("forward/block/attn:attn"), Some(7))
+        );
+        assert_eq!(
+            at(60),
+            launched("mlp", Some("forward/block/mlp:mlp"), Some(7))
+        );
+        // Between the layers, and in the step outside any annotation.
+        assert_eq!(
+            at(45),
+            launched("block", Some("forward/block:block"), Some(7))
+        );
+        assert_eq!(at(5), launched("Train", None, Some(7)));
+        // Outside any step: the whole stack.
+        assert_eq!(at(125), launched("attn", Some("Eval/attn:attn"), None));
+        assert_eq!(at(105), None);
+        assert_eq!(at(-1), None);
+        assert_eq!(scopes.enclosing(4, 35), None, "no such line");
     }
 }

@@ -6,12 +6,17 @@
 //! - kernels, copies and memsets there, with `correlation_id`, `device_id`,
 //!   `context_id`, `stream` and `kernel_details` / `memcpy_details` / `memset_details`
 //!   (kernels with their theoretical occupancy, where the device's SM limits are known);
-//! - each API call on the host line of the thread that made it, with the same
-//!   `correlation_id`, so XProf draws launch → kernel arrows;
-//! - the host annotation that enclosed a launch (found through the external
-//!   correlation id: the host line it names, then the innermost event on that line
-//!   containing the launch) as the `annotation` stat of the device work, and the
-//!   enclosing step's number as `host_step_num`;
+//! - the CUDA API calls that matter (launches, copies, memsets, allocations and
+//!   frees, synchronisation: [`api_recorded_by_default`]; every call with
+//!   `gpu_trace_all_api_calls`) on the host line of the thread that made them, those
+//!   that launched device work with the same `correlation_id`, so XProf draws
+//!   launch → kernel arrows and groups device work into the host's steps;
+//! - the host annotations that enclosed a launch (found through the external
+//!   correlation id: the host line it names, then the events on that line
+//!   containing the launch) as the `tf_op` stat of the device work (the stack inside
+//!   the step, `block/attn:attn`: XProf's op for Kernel Stats, Framework Op Stats and
+//!   the GPU plane's derived lines), the innermost one as its `annotation` stat, and
+//!   the enclosing step's number as `host_step_num`;
 //! - per device, the bytes of device memory in use, from CUPTI's memory records, as
 //!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line.
 
@@ -22,24 +27,58 @@
 mod device;
 mod host;
 
+use std::collections::BTreeMap;
+
 use profiler_core::xspace::XSpace;
 
 use crate::activity::DeviceTrace;
 
-pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM};
+pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, TF_OP};
 pub use device::GPU_PLANE_BASE_ID;
+pub use host::api_recorded_by_default;
 
-/// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings.
-/// `to_session_ns` maps a record timestamp to nanoseconds since the session start
-/// (`None` outside the session: such records are left out).
+/// What [`add_to_space`] did with a trace's CUDA API calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApiCalls {
+    /// Calls put on host lines.
+    pub kept: u64,
+    /// Calls left out (by the tracer as they arrived, or here), by name: those that
+    /// launched nothing and are not [`api_recorded_by_default`].
+    pub left_out: BTreeMap<String, u64>,
+}
+
+impl ApiCalls {
+    /// How many calls were left out.
+    pub fn left_out_total(&self) -> u64 {
+        self.left_out.values().sum()
+    }
+}
+
+/// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings; returns
+/// what became of the API calls. `to_session_ns` maps a record timestamp to
+/// nanoseconds since the session start (`None` outside the session: such records
+/// are left out).
 pub fn add_to_space(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
-) {
+) -> ApiCalls {
     let launches = host::add_api_calls(trace, space, to_session_ns);
     device::add_planes(trace, space, to_session_ns, &launches.launched_in);
     let (unannotated, annotation_limit) = (launches.unannotated, launches.annotation_limit);
+    let mut calls = ApiCalls {
+        kept: launches.api_kept,
+        left_out: trace.api_left_out.clone(),
+    };
+    for (name, n) in launches.api_left_out {
+        *calls.left_out.entry(name).or_default() += n;
+    }
+    if let Some(why) = &trace.api_selection_failed {
+        space.warnings.push(format!(
+            "prof: CUPTI could not be told to record only the CUDA API calls that matter ({why}): it recorded every call, and the {} that launch nothing were dropped as they arrived",
+            calls.left_out_total()
+        ));
+    }
     let mut lost = Vec::new();
     if trace.dropped_activity > 0 {
         lost.push(format!(
@@ -61,7 +100,7 @@ pub fn add_to_space(
     }
     if unannotated > 0 {
         lost.push(format!(
-            "{unannotated} launches without their annotation, over gpu_max_annotation_strings ({annotation_limit} distinct names)"
+            "{unannotated} launches without their annotation, over gpu_max_annotation_strings ({annotation_limit} distinct annotation stacks)"
         ));
     }
     if !lost.is_empty() {
@@ -70,4 +109,5 @@ pub fn add_to_space(
             lost.join(", ")
         ));
     }
+    calls
 }
