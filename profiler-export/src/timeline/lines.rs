@@ -8,6 +8,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XLine, XPlane};
 
 use super::flows::LinkStats;
+use super::lanes::Lanes;
 use super::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor, LINK_STATS};
 
 /// Per-plane state of the walk.
@@ -100,29 +101,23 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         totals: &mut Totals,
         seq: &mut u64,
     ) -> Result<(), V::Error> {
-        let mut lanes: Vec<Lane<'a>> = Vec::new();
+        let mut lanes = Lanes::default();
         for (start, event) in self.timed(line) {
             let end = start.saturating_add(event.duration_ps.max(0));
-            for lane in &mut lanes {
-                lane.close_until(start, visitor)?;
-            }
-            let lane = match lanes.iter().position(|l| l.fits(end)) {
+            lanes.close_until(start, visitor)?;
+            let lane = match lanes.fitting(end) {
                 Some(n) => n,
                 None => {
                     let thread = self.thread(line, lanes.len());
                     visitor.thread(&thread)?;
                     totals.threads += 1;
-                    lanes.push(Lane {
-                        thread,
-                        open: Vec::new(),
-                    });
-                    lanes.len() - 1
+                    lanes.add(thread)
                 }
             };
-            let lane = &mut lanes[lane];
+            let open = &lanes.get(lane).open;
+            let parent = open.last().map(|&(_, s, _)| s);
+            let root = open.first().map_or(*seq, |&(_, _, r)| r);
             let (flows_out, flows_in) = self.timeline.flows.of(&self.links, event);
-            let parent = lane.open.last().map(|&(_, s, _)| s);
-            let root = lane.open.first().map_or(*seq, |&(_, _, r)| r);
             let metadata = self.plane.event_metadata.get(&event.metadata_id);
             let name = metadata.map_or("unknown", |m| {
                 if m.display_name.is_empty() {
@@ -132,7 +127,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
                 }
             });
             let slice = Slice {
-                thread: &lane.thread,
+                thread: &lanes.get(lane).thread,
                 name,
                 category: self.category,
                 start_ps: start,
@@ -150,14 +145,11 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             totals.slices += 1;
             totals.duration_ps += i128::from(end - start);
             if end > start {
-                lane.open.push((end, *seq, root));
+                lanes.open(lane, (end, *seq, root));
             }
             *seq += 1;
         }
-        for lane in &mut lanes {
-            lane.close_until(i64::MAX, visitor)?;
-        }
-        Ok(())
+        lanes.close_until(i64::MAX, visitor)
     }
 
     pub(super) fn counters<V: Visitor<'a>>(
@@ -221,31 +213,6 @@ impl Tids {
             self.next += 1;
         }
         self.next
-    }
-}
-
-/// One lane of a line: its thread and the ends of the slices open on it.
-struct Lane<'a> {
-    thread: Thread<'a>,
-    /// (end ps, seq, root seq) of each open slice, outermost first.
-    open: Vec<(i64, u64, u64)>,
-}
-
-impl<'a> Lane<'a> {
-    /// Whether a slice ending at `end` nests inside what is open here.
-    fn fits(&self, end: i64) -> bool {
-        self.open.last().is_none_or(|&(top, _, _)| end <= top)
-    }
-
-    fn close_until<V: Visitor<'a>>(&mut self, t: i64, visitor: &mut V) -> Result<(), V::Error> {
-        while let Some(&(end, _, _)) = self.open.last() {
-            if end > t {
-                break;
-            }
-            self.open.pop();
-            visitor.slice_end(&self.thread, end)?;
-        }
-        Ok(())
     }
 }
 

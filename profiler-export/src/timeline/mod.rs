@@ -21,10 +21,11 @@
 //! The walk holds one stack per lane and the flow index; it never copies events, so
 //! exporting costs memory for the output buffer only.
 //!
-//! `lines` walks a plane's lines into threads, lanes and counter tracks; `flows`
-//! finds the links and which have both ends.
+//! `lines` walks a plane's lines into threads and counter tracks, `lanes` places each
+//! slice on a lane in O(log lanes); `flows` finds the links and which have both ends.
 
 mod flows;
+mod lanes;
 mod lines;
 
 use std::borrow::Cow;
