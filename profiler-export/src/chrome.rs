@@ -49,7 +49,11 @@ pub const EXTENSION_GZ: &str = "trace.json.gz";
 /// # Errors
 /// The output's I/O error.
 pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
-    let timeline = Timeline::new(space);
+    timeline_to(&Timeline::new(space), out)
+}
+
+/// Writes the walk of `timeline` as a Chrome JSON trace to `out`.
+pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
     let mut writer = Writer {
         out: io::BufWriter::new(out),
         first: true,
@@ -77,15 +81,21 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
 /// # Errors
 /// [`profiler_core::ErrorKind::Io`] naming the path.
 pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
+    write_timeline(&Timeline::new(space), path)
+}
+
+/// Writes the walk of `timeline` as a Chrome JSON trace at `path`, atomically;
+/// gzipped when the path ends in `.gz`.
+pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Totals> {
     let gzip = path.extension().is_some_and(|e| e == "gz");
     write_streaming(path, |out| {
         if gzip {
             let mut gz = GzEncoder::new(out, flate2::Compression::fast());
-            let totals = write_to(space, &mut gz)?;
+            let totals = timeline_to(timeline, &mut gz)?;
             gz.finish()?;
             Ok(totals)
         } else {
-            write_to(space, out)
+            timeline_to(timeline, out)
         }
     })
     .map_err(|e| Error::io("cannot write the Chrome JSON trace", path, e))
@@ -257,7 +267,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         Ok(()) // a counter is declared by its first sample
     }
 
-    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'a>) -> io::Result<()> {
+    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
         self.next()?;
         self.out.write_all(b"{\"name\":")?;
         json_str(&mut self.out, &track.name)?;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use profiler_core::{Error, ErrorKind, Result};
 
 use crate::formats::{self, ExportFormat};
-use crate::timeline::Totals;
-use crate::xplane;
+use crate::timeline::{Timeline, Totals};
+use crate::xplane::{self, ReadLimits};
 
 /// The `.xplane.pb` files at `path`: the file itself, or every one below the directory
 /// (a run directory or a logdir), sorted.
@@ -72,7 +72,9 @@ pub fn convert(
 ) -> Result<Vec<Converted>> {
     let mut converted = Vec::new();
     for input in find_xplanes(path)? {
-        let space = xplane::read(&input)?;
+        // Events stay encoded until written out: about the file's size in memory.
+        let space = xplane::read_lazy(&input, &ReadLimits::default())?;
+        let timeline = Timeline::lazy(&space);
         let name = input
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -83,7 +85,7 @@ pub fn convert(
             .unwrap_or_else(|| Path::new("."));
         for &format in formats.iter().filter(|&&f| f != ExportFormat::XPlane) {
             let output = dir.join(format!("{stem}.{}", formats::extension(format)));
-            let totals = formats::write(&space, format, &output)?.unwrap_or_default();
+            let totals = formats::write_timeline(&timeline, format, &output)?;
             converted.push(Converted {
                 input: input.clone(),
                 output,

@@ -428,7 +428,7 @@ impl<'a> Visitor<'a> for Sender<'_> {
         Ok(())
     }
 
-    fn counter(&mut self, _track: &CounterTrack<'a>, _at: i64, _value: Arg<'a>) -> Result<()> {
+    fn counter(&mut self, _track: &CounterTrack<'a>, _at: i64, _value: Arg<'_>) -> Result<()> {
         Ok(())
     }
 }

@@ -49,7 +49,7 @@ impl<'a> Visitor<'a> for Placed {
     fn counter_track(&mut self, _: &CounterTrack<'a>) -> Result<(), Infallible> {
         Ok(())
     }
-    fn counter(&mut self, _: &CounterTrack<'a>, _: i64, _: Arg<'a>) -> Result<(), Infallible> {
+    fn counter(&mut self, _: &CounterTrack<'a>, _: i64, _: Arg<'_>) -> Result<(), Infallible> {
         Ok(())
     }
 }

@@ -92,7 +92,7 @@ impl<'a> Visitor<'a> for Log {
         self.tracks.push(c.name.to_string());
         Ok(())
     }
-    fn counter(&mut self, c: &CounterTrack<'a>, at: i64, v: Arg<'a>) -> Result<(), Infallible> {
+    fn counter(&mut self, c: &CounterTrack<'a>, at: i64, v: Arg<'_>) -> Result<(), Infallible> {
         self.counters
             .push((c.name.to_string(), at / 1000, v.as_f64().expect("numeric")));
         Ok(())

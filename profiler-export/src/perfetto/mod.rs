@@ -54,7 +54,11 @@ const SEQUENCE: u32 = 1;
 /// # Errors
 /// The output's I/O error.
 pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
-    let timeline = Timeline::new(space);
+    timeline_to(&Timeline::new(space), out)
+}
+
+/// Writes the walk of `timeline` as a Perfetto trace to `out`.
+pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
     let mut writer = Writer::new(io::BufWriter::new(out), timeline.origin());
     writer.clock_snapshot()?;
     let totals = timeline.walk(&mut writer)?;
@@ -67,7 +71,12 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
 /// # Errors
 /// [`profiler_core::ErrorKind::Io`] naming the path.
 pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
-    write_streaming(path, |out| write_to(space, out))
+    write_timeline(&Timeline::new(space), path)
+}
+
+/// Writes the walk of `timeline` as a Perfetto trace at `path`, atomically.
+pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Totals> {
+    write_streaming(path, |out| timeline_to(timeline, out))
         .map_err(|e| Error::io("cannot write the Perfetto trace", path, e))
 }
 
@@ -331,7 +340,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         })
     }
 
-    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'a>) -> io::Result<()> {
+    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
         self.begin_event(proto::TYPE_COUNTER, track.key);
         match value {
             Arg::Int(v) => put_varint(&mut self.event, EVENT_COUNTER_VALUE, v as u64),

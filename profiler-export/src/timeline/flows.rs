@@ -4,10 +4,12 @@
 //! space.
 
 use std::collections::HashSet;
+use std::convert::Infallible;
 
 use profiler_core::schema;
-use profiler_core::xspace::{XEvent, XPlane, XSpace, XStatValue};
+use profiler_core::xspace::{XEvent, XPlane, XStatValue};
 
+use super::events::Source;
 use super::CORRELATION_ID;
 
 /// Up to two flow ids (an event can continue one link and start the next, or be both a
@@ -127,25 +129,30 @@ pub(super) struct FlowIndex {
 }
 
 impl FlowIndex {
-    pub(super) fn build(space: &XSpace) -> FlowIndex {
+    pub(super) fn build(source: &Source<'_>) -> FlowIndex {
         let mut producers = HashSet::new();
         let mut consumers = HashSet::new();
-        for plane in &space.planes {
+        for (p, plane) in source.space.planes.iter().enumerate() {
             let stats = LinkStats::of(plane);
             if !stats.any() {
                 continue;
             }
-            // Flows join slices: an instant has no extent for a viewer to attach an
-            // arrow's end to (Chrome's `"bp":"e"` binds to an enclosing slice).
-            let slices = plane.lines.iter().flat_map(|l| &l.events);
-            for event in slices.filter(|e| e.duration_ps > 0) {
-                for link in stats.links(event) {
-                    if link.producer {
-                        producers.insert(link.id());
-                    } else {
-                        consumers.insert(link.id());
+            for l in 0..plane.lines.len() {
+                let Ok(()) = source.events(p, l).for_each(false, |event| {
+                    // Flows join slices: an instant has no extent for a viewer to
+                    // attach an arrow's end to (Chrome's `"bp":"e"` binds to an
+                    // enclosing slice).
+                    if event.duration_ps > 0 {
+                        for link in stats.links(event) {
+                            if link.producer {
+                                producers.insert(link.id());
+                            } else {
+                                consumers.insert(link.id());
+                            }
+                        }
                     }
-                }
+                    Ok::<(), Infallible>(())
+                });
             }
         }
         producers.retain(|id| consumers.contains(id));
