@@ -62,11 +62,11 @@ impl<'a> Visitor<'a> for Log {
             self.open
                 .entry(thread.clone())
                 .or_default()
-                .push((s.name.to_owned(), s.start_ps + s.duration_ps));
+                .push((s.name.to_string(), s.start_ps + s.duration_ps));
         }
         self.slices.push(Seen {
             thread,
-            name: s.name.to_owned(),
+            name: s.name.to_string(),
             start_ns: s.start_ps / 1000,
             dur_ns: s.duration_ps / 1000,
             seq: s.seq,

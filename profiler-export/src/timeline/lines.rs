@@ -53,10 +53,12 @@ impl<'a, 't> PlaneWalk<'a, 't> {
     }
 
     fn thread(&mut self, line: &'a XLine, lane: usize) -> Thread<'a> {
-        let base: Cow<'a, str> = if line.display_name.is_empty() {
+        let base: Cow<'a, str> = if !line.display_name.is_empty() {
+            Cow::Borrowed(&line.display_name)
+        } else if !line.name.is_empty() {
             Cow::Borrowed(&line.name)
         } else {
-            Cow::Borrowed(&line.display_name)
+            Cow::Owned(format!("Line {}", line.id))
         };
         let wanted = if line.display_id != 0 {
             line.display_id
@@ -122,13 +124,19 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         let root = open.first().map_or(*seq, |&(_, _, r)| r);
         let (flows_out, flows_in) = self.timeline.flows.of(&self.links, event);
         let metadata = self.plane.event_metadata.get(&event.metadata_id);
-        let name = metadata.map_or("unknown", |m| {
+        let name = metadata.map(|m| {
             if m.display_name.is_empty() {
                 &m.name
             } else {
                 &m.display_name
             }
         });
+        let name = match name {
+            Some(name) if !name.is_empty() => Cow::Borrowed(name.as_str()),
+            // Other producers leave names out; viewers need one (the DevTools engine
+            // fails on a nameless event).
+            _ => Cow::Owned(format!("Event {}", event.metadata_id)),
+        };
         let slice = Slice {
             thread: &lanes.get(lane).thread,
             name,
@@ -184,10 +192,10 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             }
             let key = (event.metadata_id, stat.metadata_id);
             if !self.counter_tracks.contains_key(&key) {
-                let counter = self
-                    .plane
-                    .event_name(event.metadata_id)
-                    .unwrap_or("counter");
+                let counter = match self.plane.event_name(event.metadata_id) {
+                    Some(name) if !name.is_empty() => Cow::Borrowed(name),
+                    _ => Cow::Owned(format!("Counter {}", event.metadata_id)),
+                };
                 let series = self
                     .plane
                     .stat_name(stat.metadata_id)
@@ -196,7 +204,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
                 let track = CounterTrack {
                     pid: self.pid,
                     name: if series == schema::COUNTER_VALUE {
-                        Cow::Borrowed(counter)
+                        counter
                     } else {
                         Cow::Owned(format!("{counter} {series}"))
                     },

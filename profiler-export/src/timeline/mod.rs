@@ -145,7 +145,8 @@ pub struct Thread<'a> {
     /// Thread id, unique within the process: the line's (display) id truncated to 32
     /// bits as XProf truncates it, or a fresh id for extra lanes and clashes.
     pub tid: u32,
-    /// The line's (display) name; extra lanes get ` (2)`, ` (3)`, ….
+    /// The line's (display) name, `Line <id>` when the file gives none; extra lanes get
+    /// ` (2)`, ` (3)`, ….
     pub name: Cow<'a, str>,
     /// Unique across the timeline: `pid << 32 | tid`.
     pub key: u64,
@@ -156,8 +157,8 @@ pub struct Thread<'a> {
 pub struct Slice<'a, 'b> {
     /// The thread (lane) it is on.
     pub thread: &'b Thread<'a>,
-    /// Event name.
-    pub name: &'a str,
+    /// Event name (`Event <metadata id>` when the file gives none).
+    pub name: Cow<'a, str>,
     /// Category: `host`, `device` or the plane name.
     pub category: &'a str,
     /// Picoseconds from the origin.
@@ -249,7 +250,8 @@ impl<'v> Arg<'v> {
 pub struct CounterTrack<'a> {
     /// The process it belongs to.
     pub pid: u32,
-    /// Track name: the counter's name, or `name stat` when the stat is not `value`.
+    /// Track name: the counter's name (`Counter <metadata id>` when the file gives
+    /// none), or `name stat` when the stat is not `value`.
     pub name: Cow<'a, str>,
     /// The stat's name (the series).
     pub series: &'a str,

@@ -10,10 +10,10 @@
 //! Timestamps are microseconds from the profile start with nanosecond decimals, not
 //! Unix time: a double holds Unix microseconds only to a quarter of a microsecond,
 //! which would make neighbouring slices overlap. The wall-clock start is kept in
-//! `otherData.profile_start_unix_ns`. Readers add `ts + dur` in doubles, so `dur` is
-//! written as the difference of the two doubles rather than from nanoseconds: then
-//! `ts + dur` lands exactly on the end, and a child that ends with its parent is not
-//! read as ending after it (the DevTools engine drops such children).
+//! `otherData.profile_start_unix_ns`. Times are written from integer nanoseconds, and
+//! durations so that both a reader rounding to nanoseconds and one adding `ts + dur`
+//! in doubles find each slice's exact end: a child that ends with its parent is not
+//! read as ending after it (the DevTools engine drops such children). See `time`.
 //!
 //! Instants are written `I` (the engine behind the DevTools panel ignores the newer
 //! `i`). Flow events share their slice's category, which is how that engine binds a
@@ -28,6 +28,8 @@
 //! assert!(json.starts_with(b"{"));
 //! # Ok::<(), std::io::Error>(())
 //! ```
+
+mod time;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -110,7 +112,7 @@ struct Writer<'a, W> {
 
 /// One end of a flow: where its slice starts.
 struct FlowEnd<'a> {
-    us: f64,
+    ns: i64,
     /// Starts sort before ends at the same time.
     is_end: bool,
     id: u64,
@@ -157,7 +159,7 @@ impl<'a, W: Write> Writer<'a, W> {
 
     fn write_flows(&mut self) -> io::Result<()> {
         let mut flows = std::mem::take(&mut self.flows);
-        flows.sort_by(|a, b| a.us.total_cmp(&b.us).then(a.is_end.cmp(&b.is_end)));
+        flows.sort_by_key(|f| (f.ns, f.is_end));
         for flow in &flows {
             self.next()?;
             self.out.write_all(b"{\"name\":\"link\",\"cat\":")?;
@@ -175,7 +177,7 @@ impl<'a, W: Write> Writer<'a, W> {
             self.out.write_all(b",")?;
             self.pid_tid(flow.pid, flow.tid)?;
             self.out.write_all(b",\"ts\":")?;
-            micros(&mut self.out, flow.us)?;
+            time::micros(&mut self.out, flow.ns)?;
             self.out.write_all(b"}")?;
         }
         Ok(())
@@ -204,10 +206,10 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
         self.next()?;
         self.out.write_all(b"{\"name\":")?;
-        json_str(&mut self.out, slice.name)?;
+        json_str(&mut self.out, &slice.name)?;
         self.out.write_all(b",\"cat\":")?;
         json_str(&mut self.out, slice.category)?;
-        let start = us(slice.start_ps);
+        let start = time::ns(slice.start_ps);
         if slice.is_instant() {
             // A marker's scope (prof::domain::MarkerScope) is the instant's scope.
             let scope = slice.args().find_map(|(key, value)| match (key, value) {
@@ -218,15 +220,13 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
             self.out.write_all(b",\"ph\":\"I\",\"s\":\"")?;
             self.out.write_all(scope.unwrap_or("t").as_bytes())?;
             self.out.write_all(b"\",\"ts\":")?;
-            micros(&mut self.out, start)?;
+            time::micros(&mut self.out, start)?;
         } else {
             self.out.write_all(b",\"ph\":\"X\",\"ts\":")?;
-            micros(&mut self.out, start)?;
+            time::micros(&mut self.out, start)?;
             self.out.write_all(b",\"dur\":")?;
-            micros(
-                &mut self.out,
-                us(slice.start_ps + slice.duration_ps) - start,
-            )?;
+            let end = time::ns(slice.start_ps + slice.duration_ps);
+            time::duration(&mut self.out, start, end)?;
         }
         self.out.write_all(b",")?;
         self.pid_tid(slice.thread.pid, slice.thread.tid)?;
@@ -248,7 +248,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         let ends = ends.chain(slice.flows_in.as_slice().iter().map(|&id| (id, true)));
         for (id, is_end) in ends {
             self.flows.push(FlowEnd {
-                us: start,
+                ns: start,
                 is_end,
                 id,
                 pid: slice.thread.pid,
@@ -274,7 +274,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         self.out.write_all(b",\"ph\":\"C\",")?;
         self.pid_tid(track.pid, 0)?;
         self.out.write_all(b",\"ts\":")?;
-        micros(&mut self.out, us(at_ps))?;
+        time::micros(&mut self.out, time::ns(at_ps))?;
         self.out.write_all(b",\"args\":{")?;
         json_str(&mut self.out, track.series)?;
         self.out.write_all(b":")?;
@@ -283,16 +283,10 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 }
 
-/// Picoseconds as the double of microseconds readers will parse (nanoseconds exact,
-/// rounded down).
-fn us(ps: i64) -> f64 {
-    ps.div_euclid(1000) as f64 / 1000.0
-}
-
-/// A microsecond double in its shortest form that parses back to the same double.
-fn micros(out: &mut impl Write, us: f64) -> io::Result<()> {
+/// A double in its shortest form that parses back to the same double.
+fn number(out: &mut impl Write, v: f64) -> io::Result<()> {
     let mut buf = ryu::Buffer::new();
-    let text = buf.format_finite(us);
+    let text = buf.format_finite(v);
     // ryu writes `1.0`; the trailing `.0` is noise in a trace of millions of numbers.
     out.write_all(text.strip_suffix(".0").unwrap_or(text).as_bytes())
 }
@@ -305,7 +299,7 @@ fn json_arg(out: &mut impl Write, arg: Arg<'_>) -> io::Result<()> {
     match arg {
         Arg::Int(v) => int(out, v),
         Arg::Uint(v) => int(out, v),
-        Arg::Double(v) if v.is_finite() => micros(out, v),
+        Arg::Double(v) if v.is_finite() => number(out, v),
         // JSON has no NaN or infinity.
         Arg::Double(v) => json_str(out, &v.to_string()),
         Arg::Str(s) => json_str(out, s),
@@ -355,23 +349,6 @@ mod tests {
             s(|o| json_str(o, "a\"b\\c\nd\u{1}é")),
             r#""a\"b\\c\nd\u0001é""#
         );
-    }
-
-    #[test]
-    fn micros_keep_nanoseconds() {
-        assert_eq!(s(|o| micros(o, us(1_234_567_890))), "1234.567");
-        assert_eq!(s(|o| micros(o, us(999))), "0");
-        assert_eq!(s(|o| micros(o, us(-1_500_000))), "-1.5");
-    }
-
-    #[test]
-    fn a_child_ending_with_its_parent_does_not_end_after_it() {
-        // Parent 0.1 µs .. 0.3 µs as a reader adds it, and a child ending with it.
-        let (parent, child, end) = (us(100_000), us(200_000), us(300_000));
-        let reread = |t: f64| s(|o| micros(o, t)).parse::<f64>().expect("number");
-        let parent_end = reread(parent) + reread(end - parent);
-        let child_end = reread(child) + reread(end - child);
-        assert!(child_end <= parent_end, "{child_end} > {parent_end}");
     }
 
     #[test]
