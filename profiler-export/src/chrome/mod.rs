@@ -16,10 +16,12 @@
 //! read as ending after it (the DevTools engine drops such children). See `time`.
 //!
 //! Instants are written `I` (the engine behind the DevTools panel ignores the newer
-//! `i`). Flow events share their slice's category, which is how that engine binds a
-//! flow's ends to slices, and are written last, in time order: the engine reads them in
-//! file order and drops an end that comes before its start. Holding them costs memory
-//! per flow, as the flow index already does, not per event.
+//! `i`). Both events of a flow carry the category of the slice it starts from (viewers
+//! key a flow by category, name and id; the engine binds an end to a slice of that
+//! category, so a host-to-device flow is drawn only from its start), and are written
+//! last, in time order: the engine reads them in file order and drops an end that
+//! comes before its start. Holding them costs memory per flow, as the flow index
+//! already does, not per event.
 //!
 //! ```
 //! # let space = profiler_core::xspace::XSpace::default();
@@ -31,6 +33,7 @@
 
 mod time;
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -160,10 +163,18 @@ impl<'a, W: Write> Writer<'a, W> {
     fn write_flows(&mut self) -> io::Result<()> {
         let mut flows = std::mem::take(&mut self.flows);
         flows.sort_by_key(|f| (f.ns, f.is_end));
+        // Viewers key a flow by category, name and id: both ends take the category of
+        // the slice the flow starts from (a launch's `host` for the kernel it ran).
+        let mut started: HashMap<u64, &'a str> = HashMap::new();
         for flow in &flows {
+            let category = if flow.is_end {
+                started.get(&flow.id).copied().unwrap_or(flow.category)
+            } else {
+                *started.entry(flow.id).or_insert(flow.category)
+            };
             self.next()?;
             self.out.write_all(b"{\"name\":\"link\",\"cat\":")?;
-            json_str(&mut self.out, flow.category)?;
+            json_str(&mut self.out, category)?;
             let phase: &[u8] = if flow.is_end {
                 b"\"f\",\"bp\":\"e\""
             } else {
