@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use profiler_core::xspace::XSpace;
-use profiler_core::Result;
+use profiler_core::{Error, ErrorKind, Result};
 
 pub use profiler_core::ExportFormat;
 
-use crate::timeline::Totals;
+use crate::timeline::{Timeline, Totals};
 use crate::{chrome, perfetto, xplane};
 
 /// The file extension of `format`, without the leading dot.
@@ -34,6 +34,30 @@ pub fn write(space: &XSpace, format: ExportFormat, path: &Path) -> Result<Option
             chrome::write(space, path).map(Some)
         }
         _ => xplane::write(path, space).map(|()| None),
+    }
+}
+
+/// Writes the walk of `timeline` at `path` in `format`, one of the timeline formats
+/// (Perfetto, Chrome JSON), atomically.
+///
+/// # Errors
+/// [`profiler_core::ErrorKind::Io`] naming the path;
+/// [`profiler_core::ErrorKind::InvalidArgument`] for the `.xplane.pb`, which is not
+/// written from a walk.
+pub(crate) fn write_timeline(
+    timeline: &Timeline<'_>,
+    format: ExportFormat,
+    path: &Path,
+) -> Result<Totals> {
+    match format {
+        ExportFormat::Perfetto => perfetto::write_timeline(timeline, path),
+        ExportFormat::ChromeJson | ExportFormat::ChromeJsonGz => {
+            chrome::write_timeline(timeline, path)
+        }
+        other => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{other} is not a timeline format"),
+        )),
     }
 }
 

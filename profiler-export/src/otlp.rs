@@ -404,7 +404,7 @@ impl<'a> Visitor<'a> for Sender<'_> {
                 .map_or(SpanId::INVALID, |p| span_id(self.session, p)),
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
-            name: Cow::Owned(slice.name.to_owned()),
+            name: Cow::Owned(slice.name.clone().into_owned()),
             start_time: self.time(slice.start_ps),
             end_time: self.time(slice.start_ps + slice.duration_ps),
             attributes,
@@ -428,7 +428,7 @@ impl<'a> Visitor<'a> for Sender<'_> {
         Ok(())
     }
 
-    fn counter(&mut self, _track: &CounterTrack<'a>, _at: i64, _value: Arg<'a>) -> Result<()> {
+    fn counter(&mut self, _track: &CounterTrack<'a>, _at: i64, _value: Arg<'_>) -> Result<()> {
         Ok(())
     }
 }

@@ -118,6 +118,18 @@ fn threads_counters_and_flows() {
     };
     assert_eq!(ids("s").len() as u64, support::FLOWS);
     assert_eq!(ids("s"), ids("f"));
+    // Viewers key a flow by category, name and id: the launch (host) to kernel
+    // (device) flow has one category at both ends.
+    let mut cats: HashMap<u64, Vec<String>> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f") {
+        let cat = e["cat"].as_str().expect("cat").to_owned();
+        cats.entry(e["id"].as_u64().expect("id"))
+            .or_default()
+            .push(cat);
+    }
+    for (id, cats) in cats {
+        assert_eq!(cats[0], cats[1], "flow {id}");
+    }
 }
 
 #[test]

@@ -62,11 +62,11 @@ impl<'a> Visitor<'a> for Log {
             self.open
                 .entry(thread.clone())
                 .or_default()
-                .push((s.name.to_owned(), s.start_ps + s.duration_ps));
+                .push((s.name.to_string(), s.start_ps + s.duration_ps));
         }
         self.slices.push(Seen {
             thread,
-            name: s.name.to_owned(),
+            name: s.name.to_string(),
             start_ns: s.start_ps / 1000,
             dur_ns: s.duration_ps / 1000,
             seq: s.seq,
@@ -92,7 +92,7 @@ impl<'a> Visitor<'a> for Log {
         self.tracks.push(c.name.to_string());
         Ok(())
     }
-    fn counter(&mut self, c: &CounterTrack<'a>, at: i64, v: Arg<'a>) -> Result<(), Infallible> {
+    fn counter(&mut self, c: &CounterTrack<'a>, at: i64, v: Arg<'_>) -> Result<(), Infallible> {
         self.counters
             .push((c.name.to_string(), at / 1000, v.as_f64().expect("numeric")));
         Ok(())

@@ -25,6 +25,7 @@
 
 pub mod proto;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
@@ -54,7 +55,11 @@ const SEQUENCE: u32 = 1;
 /// # Errors
 /// The output's I/O error.
 pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
-    let timeline = Timeline::new(space);
+    timeline_to(&Timeline::new(space), out)
+}
+
+/// Writes the walk of `timeline` as a Perfetto trace to `out`.
+pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
     let mut writer = Writer::new(io::BufWriter::new(out), timeline.origin());
     writer.clock_snapshot()?;
     let totals = timeline.walk(&mut writer)?;
@@ -67,27 +72,36 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
 /// # Errors
 /// [`profiler_core::ErrorKind::Io`] naming the path.
 pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
-    write_streaming(path, |out| write_to(space, out))
+    write_timeline(&Timeline::new(space), path)
+}
+
+/// Writes the walk of `timeline` as a Perfetto trace at `path`, atomically.
+pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Totals> {
+    write_streaming(path, |out| timeline_to(timeline, out))
         .map_err(|e| Error::io("cannot write the Perfetto trace", path, e))
 }
 
 /// Interned strings of one kind on the sequence.
 #[derive(Default)]
 struct Interner<'a> {
-    ids: HashMap<&'a str, u64>,
+    /// Names borrowed from the space, or made up for unnamed events.
+    ids: HashMap<Cow<'a, str>, u64>,
 }
 
 impl<'a> Interner<'a> {
-    /// The id of `name`, adding its definition to `new` the first time.
-    fn id(&mut self, name: &'a str, new: &mut Vec<Interned>) -> u64 {
-        let next = self.ids.len() as u64 + 1;
-        *self.ids.entry(name).or_insert_with(|| {
-            new.push(Interned {
-                iid: Some(next),
-                name: Some(name.to_owned()),
-            });
-            next
-        })
+    /// The id of `name`, adding its definition to `new` the first time. Names are
+    /// borrowed but for unnamed events', which are rare.
+    fn id(&mut self, name: Cow<'a, str>, new: &mut Vec<Interned>) -> u64 {
+        if let Some(&id) = self.ids.get(name.as_ref()) {
+            return id;
+        }
+        let id = self.ids.len() as u64 + 1;
+        new.push(Interned {
+            iid: Some(id),
+            name: Some(name.clone().into_owned()),
+        });
+        self.ids.insert(name, id);
+        id
     }
 }
 
@@ -245,7 +259,7 @@ impl<'a, W: Write> Writer<'a, W> {
     fn annotation(&mut self, name: &'a str, value: Arg<'_>) {
         let iid = self
             .arg_names
-            .id(name, &mut self.new.debug_annotation_names);
+            .id(Cow::Borrowed(name), &mut self.new.debug_annotation_names);
         let a = &mut self.annotation;
         a.clear();
         put_varint(a, ANNOTATION_NAME_IID, iid);
@@ -298,11 +312,12 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
             proto::TYPE_SLICE_BEGIN
         };
         self.begin_event(kind, slice.thread.key);
-        let name = self.names.id(slice.name, &mut self.new.event_names);
+        let name = self.names.id(slice.name.clone(), &mut self.new.event_names);
         put_varint(&mut self.event, EVENT_NAME_IID, name);
-        let category = self
-            .categories
-            .id(slice.category, &mut self.new.event_categories);
+        let category = self.categories.id(
+            Cow::Borrowed(slice.category),
+            &mut self.new.event_categories,
+        );
         put_varint(&mut self.event, EVENT_CATEGORY_IIDS, category);
         for (name, value) in slice.args() {
             self.annotation(name, value);
@@ -331,7 +346,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         })
     }
 
-    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'a>) -> io::Result<()> {
+    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
         self.begin_event(proto::TYPE_COUNTER, track.key);
         match value {
             Arg::Int(v) => put_varint(&mut self.event, EVENT_COUNTER_VALUE, v as u64),

@@ -3,11 +3,14 @@
 //! activity it started). A link becomes a flow only when both ends are slices in the
 //! space.
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::convert::Infallible;
 
 use profiler_core::schema;
-use profiler_core::xspace::{XEvent, XPlane, XSpace, XStatValue};
+use profiler_core::xspace::{XEvent, XPlane, XStatValue};
 
+use super::events::Source;
 use super::CORRELATION_ID;
 
 /// Up to two flow ids (an event can continue one link and start the next, or be both a
@@ -120,36 +123,65 @@ impl Link {
 
 const KIND_CORRELATION: u64 = 1 << 40;
 
-/// Which flow ids have both ends in the space.
+/// Where an event comes in the walk, which is how viewers meet it: by start, then
+/// (equal starts) plane, line, longest first, and position in the line.
+type WalkKey = (i64, usize, usize, Reverse<i64>, usize);
+
+/// Which flow ids have both ends in the space, and which run backwards in time.
+///
+/// Perfetto's trace processor reads a flow's start (`flow_ids`) before its end
+/// (`terminating_flow_ids`) in time order and drops an end it meets first; the DevTools
+/// engine does the same with `s` and `f`. Files from other producers have consumers
+/// that start before their producers (clocks of different devices, an async hop
+/// recorded late); such a flow is emitted from the consumer to the producer, so that
+/// it survives, rather than lost.
 #[derive(Debug, Default)]
 pub(super) struct FlowIndex {
-    matched: HashSet<u64>,
+    /// Matched ids, and whether the consumer comes first.
+    matched: HashMap<u64, bool>,
 }
 
 impl FlowIndex {
-    pub(super) fn build(space: &XSpace) -> FlowIndex {
-        let mut producers = HashSet::new();
-        let mut consumers = HashSet::new();
-        for plane in &space.planes {
+    pub(super) fn build(source: &Source<'_>) -> FlowIndex {
+        // The first of each end, per id.
+        let mut producers: HashMap<u64, WalkKey> = HashMap::new();
+        let mut consumers: HashMap<u64, WalkKey> = HashMap::new();
+        for (p, plane) in source.space.planes.iter().enumerate() {
             let stats = LinkStats::of(plane);
             if !stats.any() {
                 continue;
             }
-            // Flows join slices: an instant has no extent for a viewer to attach an
-            // arrow's end to (Chrome's `"bp":"e"` binds to an enclosing slice).
-            let slices = plane.lines.iter().flat_map(|l| &l.events);
-            for event in slices.filter(|e| e.duration_ps > 0) {
-                for link in stats.links(event) {
-                    if link.producer {
-                        producers.insert(link.id());
-                    } else {
-                        consumers.insert(link.id());
+            for (l, line) in plane.lines.iter().enumerate() {
+                let base = line.timestamp_ns.saturating_mul(1000);
+                let mut index = 0;
+                let Ok(()) = source.events(p, l).for_each(false, |event| {
+                    index += 1;
+                    // Flows join slices: an instant has no extent for a viewer to
+                    // attach an arrow's end to (Chrome's `"bp":"e"` binds to an
+                    // enclosing slice).
+                    if event.duration_ps <= 0 {
+                        return Ok::<(), Infallible>(());
                     }
-                }
+                    let start = base.saturating_add(event.offset_ps());
+                    let key = (start, p, l, Reverse(event.duration_ps), index);
+                    for link in stats.links(event) {
+                        let ends = if link.producer {
+                            &mut producers
+                        } else {
+                            &mut consumers
+                        };
+                        let first = ends.entry(link.id()).or_insert(key);
+                        *first = (*first).min(key);
+                    }
+                    Ok(())
+                });
             }
         }
-        producers.retain(|id| consumers.contains(id));
-        FlowIndex { matched: producers }
+        let matched = producers
+            .into_iter()
+            .filter_map(|(id, produced)| Some((id, consumers.get(&id)? < &produced)))
+            .collect();
+        FlowIndex { matched }
     }
 
     /// Flows with both ends.
@@ -166,8 +198,9 @@ impl FlowIndex {
         }
         for link in stats.links(event) {
             let id = link.id();
-            if self.matched.contains(&id) {
-                if link.producer {
+            if let Some(&backwards) = self.matched.get(&id) {
+                // A backwards flow starts at its consumer.
+                if link.producer != backwards {
                     out.push(id);
                 } else {
                     inn.push(id);

@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XLine, XPlane};
 
+use super::events::Events;
 use super::flows::LinkStats;
+use super::lanes::Lanes;
 use super::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor, LINK_STATS};
 
 /// Per-plane state of the walk.
@@ -50,26 +52,13 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         }
     }
 
-    /// The line's events in XProf's order (offset, then longest first), with their
-    /// start in picoseconds from the origin; aggregated events have no place on a
-    /// timeline and are left out.
-    fn timed(&self, line: &'a XLine) -> impl Iterator<Item = (i64, &'a XEvent)> {
-        let base = self.timeline.origin.line_start_ps(line);
-        let order = sorted_order(&line.events);
-        (0..line.events.len()).filter_map(move |i| {
-            let event = &line.events[order.as_ref().map_or(i, |o| o[i])];
-            match event.data {
-                Some(XEventData::OffsetPs(offset)) => Some((base.saturating_add(offset), event)),
-                _ => None,
-            }
-        })
-    }
-
     fn thread(&mut self, line: &'a XLine, lane: usize) -> Thread<'a> {
-        let base: Cow<'a, str> = if line.display_name.is_empty() {
+        let base: Cow<'a, str> = if !line.display_name.is_empty() {
+            Cow::Borrowed(&line.display_name)
+        } else if !line.name.is_empty() {
             Cow::Borrowed(&line.name)
         } else {
-            Cow::Borrowed(&line.display_name)
+            Cow::Owned(format!("Line {}", line.id))
         };
         let wanted = if line.display_id != 0 {
             line.display_id
@@ -96,111 +85,137 @@ impl<'a, 't> PlaneWalk<'a, 't> {
     pub(super) fn line<V: Visitor<'a>>(
         &mut self,
         line: &'a XLine,
+        events: Events<'a>,
         visitor: &mut V,
         totals: &mut Totals,
         seq: &mut u64,
     ) -> Result<(), V::Error> {
-        let mut lanes: Vec<Lane<'a>> = Vec::new();
-        for (start, event) in self.timed(line) {
-            let end = start.saturating_add(event.duration_ps.max(0));
-            for lane in &mut lanes {
-                lane.close_until(start, visitor)?;
+        let mut lanes = Lanes::default();
+        let base = self.timeline.origin.line_start_ps(line);
+        timed(base, events, |start, event| {
+            self.slice(line, &mut lanes, (start, event), visitor, totals, seq)
+        })?;
+        lanes.close_until(i64::MAX, visitor)
+    }
+
+    /// Places one event of `line` on its lane and hands it to the visitor.
+    fn slice<V: Visitor<'a>>(
+        &mut self,
+        line: &'a XLine,
+        lanes: &mut Lanes<'a>,
+        (start, event): (i64, &XEvent),
+        visitor: &mut V,
+        totals: &mut Totals,
+        seq: &mut u64,
+    ) -> Result<(), V::Error> {
+        let end = start.saturating_add(event.duration_ps.max(0));
+        lanes.close_until(start, visitor)?;
+        let lane = match lanes.fitting(end) {
+            Some(n) => n,
+            None => {
+                let thread = self.thread(line, lanes.len());
+                visitor.thread(&thread)?;
+                totals.threads += 1;
+                lanes.add(thread)
             }
-            let lane = match lanes.iter().position(|l| l.fits(end)) {
-                Some(n) => n,
-                None => {
-                    let thread = self.thread(line, lanes.len());
-                    visitor.thread(&thread)?;
-                    totals.threads += 1;
-                    lanes.push(Lane {
-                        thread,
-                        open: Vec::new(),
-                    });
-                    lanes.len() - 1
-                }
-            };
-            let lane = &mut lanes[lane];
-            let (flows_out, flows_in) = self.timeline.flows.of(&self.links, event);
-            let parent = lane.open.last().map(|&(_, s, _)| s);
-            let root = lane.open.first().map_or(*seq, |&(_, _, r)| r);
-            let metadata = self.plane.event_metadata.get(&event.metadata_id);
-            let name = metadata.map_or("unknown", |m| {
-                if m.display_name.is_empty() {
-                    &m.name
-                } else {
-                    &m.display_name
-                }
-            });
-            let slice = Slice {
-                thread: &lane.thread,
-                name,
-                category: self.category,
-                start_ps: start,
-                duration_ps: end - start,
-                seq: *seq,
-                parent,
-                root,
-                flows_out,
-                flows_in,
-                stats: [&event.stats, metadata.map_or(&[][..], |m| &m.stats)],
-                plane: self.plane,
-                hidden: &self.hidden,
-            };
-            visitor.slice(&slice)?;
-            totals.slices += 1;
-            totals.duration_ps += i128::from(end - start);
-            if end > start {
-                lane.open.push((end, *seq, root));
+        };
+        let open = &lanes.get(lane).open;
+        let parent = open.last().map(|&(_, s, _)| s);
+        let root = open.first().map_or(*seq, |&(_, _, r)| r);
+        let (flows_out, flows_in) = self.timeline.flows.of(&self.links, event);
+        let metadata = self.plane.event_metadata.get(&event.metadata_id);
+        let name = metadata.map(|m| {
+            if m.display_name.is_empty() {
+                &m.name
+            } else {
+                &m.display_name
             }
-            *seq += 1;
+        });
+        let name = match name {
+            Some(name) if !name.is_empty() => Cow::Borrowed(name.as_str()),
+            // Other producers leave names out; viewers need one (the DevTools engine
+            // fails on a nameless event).
+            _ => Cow::Owned(format!("Event {}", event.metadata_id)),
+        };
+        let slice = Slice {
+            thread: &lanes.get(lane).thread,
+            name,
+            category: self.category,
+            start_ps: start,
+            duration_ps: end - start,
+            seq: *seq,
+            parent,
+            root,
+            flows_out,
+            flows_in,
+            stats: [&event.stats, metadata.map_or(&[][..], |m| &m.stats)],
+            plane: self.plane,
+            hidden: &self.hidden,
+        };
+        visitor.slice(&slice)?;
+        totals.slices += 1;
+        totals.duration_ps += i128::from(end - start);
+        if end > start {
+            lanes.open(lane, (end, *seq, root));
         }
-        for lane in &mut lanes {
-            lane.close_until(i64::MAX, visitor)?;
-        }
+        *seq += 1;
         Ok(())
     }
 
     pub(super) fn counters<V: Visitor<'a>>(
         &mut self,
         line: &'a XLine,
+        events: Events<'a>,
         visitor: &mut V,
         totals: &mut Totals,
     ) -> Result<(), V::Error> {
-        for (at, event) in self.timed(line) {
-            for stat in &event.stats {
-                let Some(value) = stat.value.as_ref().map(|v| Arg::of(self.plane, v)) else {
-                    continue;
-                };
-                if value.as_f64().is_none() {
-                    continue;
-                }
-                let key = (event.metadata_id, stat.metadata_id);
-                if !self.counter_tracks.contains_key(&key) {
-                    let counter = self
-                        .plane
-                        .event_name(event.metadata_id)
-                        .unwrap_or("counter");
-                    let series = self
-                        .plane
-                        .stat_name(stat.metadata_id)
-                        .unwrap_or(schema::COUNTER_VALUE);
-                    let index = self.counter_tracks.len() as u64;
-                    let track = CounterTrack {
-                        pid: self.pid,
-                        name: if series == schema::COUNTER_VALUE {
-                            Cow::Borrowed(counter)
-                        } else {
-                            Cow::Owned(format!("{counter} {series}"))
-                        },
-                        series,
-                        key: 1 << 63 | u64::from(self.pid) << 32 | index,
-                    };
-                    visitor.counter_track(&track)?;
-                    self.counter_tracks.insert(key, track);
-                }
-                visitor.counter(&self.counter_tracks[&key], at, value)?;
-                totals.counter_samples += 1;
+        let base = self.timeline.origin.line_start_ps(line);
+        timed(base, events, |at, event| {
+            self.samples(at, event, visitor, totals)
+        })
+    }
+
+    /// The numeric stats of one event of the `_counters_` line, as samples.
+    fn samples<V: Visitor<'a>>(
+        &mut self,
+        at: i64,
+        event: &XEvent,
+        visitor: &mut V,
+        totals: &mut Totals,
+    ) -> Result<(), V::Error> {
+        for stat in &event.stats {
+            let Some(value) = stat.value.as_ref().map(|v| Arg::of(self.plane, v)) else {
+                continue;
+            };
+            if value.as_f64().is_none() {
+                continue;
             }
+            let key = (event.metadata_id, stat.metadata_id);
+            if !self.counter_tracks.contains_key(&key) {
+                let counter = match self.plane.event_name(event.metadata_id) {
+                    Some(name) if !name.is_empty() => Cow::Borrowed(name),
+                    _ => Cow::Owned(format!("Counter {}", event.metadata_id)),
+                };
+                let series = self
+                    .plane
+                    .stat_name(stat.metadata_id)
+                    .unwrap_or(schema::COUNTER_VALUE);
+                let index = self.counter_tracks.len() as u64;
+                let track = CounterTrack {
+                    pid: self.pid,
+                    name: if series == schema::COUNTER_VALUE {
+                        counter
+                    } else {
+                        Cow::Owned(format!("{counter} {series}"))
+                    },
+                    series,
+                    key: 1 << 63 | u64::from(self.pid) << 32 | index,
+                };
+                visitor.counter_track(&track)?;
+                self.counter_tracks.insert(key, track);
+            }
+            visitor.counter(&self.counter_tracks[&key], at, value)?;
+            totals.counter_samples += 1;
         }
         Ok(())
     }
@@ -224,39 +239,16 @@ impl Tids {
     }
 }
 
-/// One lane of a line: its thread and the ends of the slices open on it.
-struct Lane<'a> {
-    thread: Thread<'a>,
-    /// (end ps, seq, root seq) of each open slice, outermost first.
-    open: Vec<(i64, u64, u64)>,
-}
-
-impl<'a> Lane<'a> {
-    /// Whether a slice ending at `end` nests inside what is open here.
-    fn fits(&self, end: i64) -> bool {
-        self.open.last().is_none_or(|&(top, _, _)| end <= top)
-    }
-
-    fn close_until<V: Visitor<'a>>(&mut self, t: i64, visitor: &mut V) -> Result<(), V::Error> {
-        while let Some(&(end, _, _)) = self.open.last() {
-            if end > t {
-                break;
-            }
-            self.open.pop();
-            visitor.slice_end(&self.thread, end)?;
-        }
-        Ok(())
-    }
-}
-
-/// `None` when events are already in XProf's order (the usual case, and no
-/// allocation); otherwise the order to visit them in.
-fn sorted_order(events: &[XEvent]) -> Option<Vec<usize>> {
-    let key = |e: &XEvent| (e.offset_ps(), std::cmp::Reverse(e.duration_ps));
-    if events.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-        return None;
-    }
-    let mut order: Vec<usize> = (0..events.len()).collect();
-    order.sort_by_key(|&i| key(&events[i]));
-    Some(order)
+/// Calls `f` with `events` in XProf's order (offset, then longest first) and their
+/// start in picoseconds from the origin, `base` being their line's start; aggregated
+/// events have no place on a timeline and are left out.
+fn timed<E>(
+    base: i64,
+    events: Events<'_>,
+    mut f: impl FnMut(i64, &XEvent) -> Result<(), E>,
+) -> Result<(), E> {
+    events.for_each(true, |event| match event.data {
+        Some(XEventData::OffsetPs(offset)) => f(base.saturating_add(offset), event),
+        _ => Ok(()),
+    })
 }

@@ -19,12 +19,16 @@
 //! - **Counters.** Events on XProf's `_counters_` line are samples of counter tracks.
 //!
 //! The walk holds one stack per lane and the flow index; it never copies events, so
-//! exporting costs memory for the output buffer only.
+//! exporting costs memory for the output buffer only. It walks a decoded space
+//! ([`Timeline::new`]) or one whose events stay encoded until walked
+//! ([`Timeline::lazy`], for converting files).
 //!
-//! `lines` walks a plane's lines into threads, lanes and counter tracks; `flows`
-//! finds the links and which have both ends.
+//! `lines` walks a plane's lines into threads and counter tracks, `lanes` places each
+//! slice on a lane in O(log lanes); `flows` finds the links and which have both ends.
 
+mod events;
 mod flows;
+mod lanes;
 mod lines;
 
 use std::borrow::Cow;
@@ -32,6 +36,9 @@ use std::borrow::Cow;
 use profiler_core::schema;
 use profiler_core::xspace::{XLine, XPlane, XSpace, XStat, XStatValue};
 
+use crate::xplane::LazySpace;
+
+use events::Source;
 #[cfg(feature = "otlp")]
 pub(crate) use flows::mix;
 pub use flows::FlowIds;
@@ -70,12 +77,21 @@ impl Origin {
     /// The origin of `space`: its `profile_start_time` when lines are relative to it,
     /// the earliest line start when lines are absolute.
     pub fn of(space: &XSpace) -> Origin {
-        let first_line = space
-            .planes
-            .iter()
-            .flat_map(|p| &p.lines)
-            .filter(|l| !l.events.is_empty())
-            .map(|l| l.timestamp_ns)
+        Origin::find(&Source::decoded(space))
+    }
+
+    fn find(source: &Source<'_>) -> Origin {
+        let space = source.space;
+        let lines = space.planes.iter().enumerate().flat_map(|(p, plane)| {
+            plane
+                .lines
+                .iter()
+                .enumerate()
+                .map(move |(l, line)| (p, l, line))
+        });
+        let first_line = lines
+            .filter(|&(p, l, _)| !source.events(p, l).is_empty())
+            .map(|(_, _, line)| line.timestamp_ns)
             .min()
             .unwrap_or(0);
         if first_line >= ABSOLUTE_NS {
@@ -133,7 +149,8 @@ pub struct Thread<'a> {
     /// Thread id, unique within the process: the line's (display) id truncated to 32
     /// bits as XProf truncates it, or a fresh id for extra lanes and clashes.
     pub tid: u32,
-    /// The line's (display) name; extra lanes get ` (2)`, ` (3)`, ….
+    /// The line's (display) name, `Line <id>` when the file gives none; extra lanes get
+    /// ` (2)`, ` (3)`, ….
     pub name: Cow<'a, str>,
     /// Unique across the timeline: `pid << 32 | tid`.
     pub key: u64,
@@ -144,8 +161,8 @@ pub struct Thread<'a> {
 pub struct Slice<'a, 'b> {
     /// The thread (lane) it is on.
     pub thread: &'b Thread<'a>,
-    /// Event name.
-    pub name: &'a str,
+    /// Event name (`Event <metadata id>` when the file gives none).
+    pub name: Cow<'a, str>,
     /// Category: `host`, `device` or the plane name.
     pub category: &'a str,
     /// Picoseconds from the origin.
@@ -162,14 +179,16 @@ pub struct Slice<'a, 'b> {
     pub flows_out: FlowIds,
     /// Flows that end at this slice.
     pub flows_in: FlowIds,
-    stats: [&'a [XStat]; 2],
+    /// The event's stats, then its metadata's (the event may be decoded only for this
+    /// call, hence `'b`).
+    stats: [&'b [XStat]; 2],
     plane: &'a XPlane,
     hidden: &'b [i64],
 }
 
-impl<'a> Slice<'a, '_> {
+impl<'a, 'b> Slice<'a, 'b> {
     /// The event's arguments: its stats, then its metadata's, without link stats.
-    pub fn args(&self) -> impl Iterator<Item = (&'a str, Arg<'a>)> + '_ {
+    pub fn args(&self) -> impl Iterator<Item = (&'a str, Arg<'b>)> + '_ {
         let plane = self.plane;
         self.stats
             .into_iter()
@@ -202,8 +221,8 @@ pub enum Arg<'a> {
     Bytes(&'a [u8]),
 }
 
-impl<'a> Arg<'a> {
-    fn of(plane: &'a XPlane, value: &'a XStatValue) -> Arg<'a> {
+impl<'v> Arg<'v> {
+    fn of(plane: &'v XPlane, value: &'v XStatValue) -> Arg<'v> {
         match value {
             XStatValue::Int64(v) => Arg::Int(*v),
             XStatValue::Uint64(v) => Arg::Uint(*v),
@@ -235,7 +254,8 @@ impl<'a> Arg<'a> {
 pub struct CounterTrack<'a> {
     /// The process it belongs to.
     pub pid: u32,
-    /// Track name: the counter's name, or `name stat` when the stat is not `value`.
+    /// Track name: the counter's name (`Counter <metadata id>` when the file gives
+    /// none), or `name stat` when the stat is not `value`.
     pub name: Cow<'a, str>,
     /// The stat's name (the series).
     pub series: &'a str,
@@ -275,7 +295,7 @@ pub trait Visitor<'a> {
     /// # Errors
     /// The visitor's output error.
     fn counter_track(&mut self, track: &CounterTrack<'a>) -> Result<(), Self::Error>;
-    /// A counter sample.
+    /// A counter sample (its value may borrow an event decoded only for this call).
     ///
     /// # Errors
     /// The visitor's output error.
@@ -283,7 +303,7 @@ pub trait Visitor<'a> {
         &mut self,
         track: &CounterTrack<'a>,
         at_ps: i64,
-        value: Arg<'a>,
+        value: Arg<'_>,
     ) -> Result<(), Self::Error>;
 }
 
@@ -305,7 +325,7 @@ pub struct Totals {
 /// A walk over one space.
 #[derive(Debug)]
 pub struct Timeline<'a> {
-    space: &'a XSpace,
+    source: Source<'a>,
     origin: Origin,
     flows: FlowIndex,
 }
@@ -313,10 +333,20 @@ pub struct Timeline<'a> {
 impl<'a> Timeline<'a> {
     /// Prepares a walk over `space`: finds its origin and which flows have both ends.
     pub fn new(space: &'a XSpace) -> Timeline<'a> {
+        Timeline::of(Source::decoded(space))
+    }
+
+    /// Prepares a walk over a space read by [`crate::xplane::read_lazy`], whose events
+    /// are decoded one at a time as they are walked.
+    pub fn lazy(space: &'a LazySpace) -> Timeline<'a> {
+        Timeline::of(Source::lazy(space))
+    }
+
+    fn of(source: Source<'a>) -> Timeline<'a> {
         Timeline {
-            space,
-            origin: Origin::of(space),
-            flows: FlowIndex::build(space),
+            source,
+            origin: Origin::find(&source),
+            flows: FlowIndex::build(&source),
         }
     }
 
@@ -327,12 +357,13 @@ impl<'a> Timeline<'a> {
 
     /// The space walked.
     pub fn space(&self) -> &'a XSpace {
-        self.space
+        self.source.space
     }
 
     /// Host name of the space.
     pub fn host_name(&self) -> &'a str {
-        self.space
+        self.source
+            .space
             .hostnames
             .first()
             .map_or("localhost", String::as_str)
@@ -352,10 +383,11 @@ impl<'a> Timeline<'a> {
         // tid as system-wide and would merge a GPU stream with a host thread of the
         // same number.
         let mut tids = Tids::default();
-        let planes = self.space.planes.iter().filter(|p| {
-            p.name != schema::TASK_ENV_PLANE && p.lines.iter().any(|l| !l.events.is_empty())
+        let planes = self.source.space.planes.iter().enumerate();
+        let planes = planes.filter(|&(p, plane)| {
+            plane.name != schema::TASK_ENV_PLANE && self.source.has_events(p)
         });
-        for (index, plane) in planes.enumerate() {
+        for (index, (p, plane)) in planes.enumerate() {
             let process = Process {
                 pid: index as u32 + 1,
                 name: &plane.name,
@@ -363,11 +395,12 @@ impl<'a> Timeline<'a> {
             };
             visitor.process(&process)?;
             let mut walk = PlaneWalk::new(self, &process, &mut tids);
-            for line in &plane.lines {
+            for (l, line) in plane.lines.iter().enumerate() {
+                let events = self.source.events(p, l);
                 if line.name == COUNTERS_LINE {
-                    walk.counters(line, visitor, &mut totals)?;
+                    walk.counters(line, events, visitor, &mut totals)?;
                 } else {
-                    walk.line(line, visitor, &mut totals, &mut seq)?;
+                    walk.line(line, events, visitor, &mut totals, &mut seq)?;
                 }
             }
         }

@@ -10,16 +10,18 @@
 //! Timestamps are microseconds from the profile start with nanosecond decimals, not
 //! Unix time: a double holds Unix microseconds only to a quarter of a microsecond,
 //! which would make neighbouring slices overlap. The wall-clock start is kept in
-//! `otherData.profile_start_unix_ns`. Readers add `ts + dur` in doubles, so `dur` is
-//! written as the difference of the two doubles rather than from nanoseconds: then
-//! `ts + dur` lands exactly on the end, and a child that ends with its parent is not
-//! read as ending after it (the DevTools engine drops such children).
+//! `otherData.profile_start_unix_ns`. Times are written from integer nanoseconds, and
+//! durations so that both a reader rounding to nanoseconds and one adding `ts + dur`
+//! in doubles find each slice's exact end: a child that ends with its parent is not
+//! read as ending after it (the DevTools engine drops such children). See `time`.
 //!
 //! Instants are written `I` (the engine behind the DevTools panel ignores the newer
-//! `i`). Flow events share their slice's category, which is how that engine binds a
-//! flow's ends to slices, and are written last, in time order: the engine reads them in
-//! file order and drops an end that comes before its start. Holding them costs memory
-//! per flow, as the flow index already does, not per event.
+//! `i`). Both events of a flow carry the category of the slice it starts from (viewers
+//! key a flow by category, name and id; the engine binds an end to a slice of that
+//! category, so a host-to-device flow is drawn only from its start), and are written
+//! last, in time order: the engine reads them in file order and drops an end that
+//! comes before its start. Holding them costs memory per flow, as the flow index
+//! already does, not per event.
 //!
 //! ```
 //! # let space = profiler_core::xspace::XSpace::default();
@@ -29,6 +31,9 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod time;
+
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -49,7 +54,11 @@ pub const EXTENSION_GZ: &str = "trace.json.gz";
 /// # Errors
 /// The output's I/O error.
 pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
-    let timeline = Timeline::new(space);
+    timeline_to(&Timeline::new(space), out)
+}
+
+/// Writes the walk of `timeline` as a Chrome JSON trace to `out`.
+pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
     let mut writer = Writer {
         out: io::BufWriter::new(out),
         first: true,
@@ -77,15 +86,21 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
 /// # Errors
 /// [`profiler_core::ErrorKind::Io`] naming the path.
 pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
+    write_timeline(&Timeline::new(space), path)
+}
+
+/// Writes the walk of `timeline` as a Chrome JSON trace at `path`, atomically;
+/// gzipped when the path ends in `.gz`.
+pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Totals> {
     let gzip = path.extension().is_some_and(|e| e == "gz");
     write_streaming(path, |out| {
         if gzip {
             let mut gz = GzEncoder::new(out, flate2::Compression::fast());
-            let totals = write_to(space, &mut gz)?;
+            let totals = timeline_to(timeline, &mut gz)?;
             gz.finish()?;
             Ok(totals)
         } else {
-            write_to(space, out)
+            timeline_to(timeline, out)
         }
     })
     .map_err(|e| Error::io("cannot write the Chrome JSON trace", path, e))
@@ -100,7 +115,7 @@ struct Writer<'a, W> {
 
 /// One end of a flow: where its slice starts.
 struct FlowEnd<'a> {
-    us: f64,
+    ns: i64,
     /// Starts sort before ends at the same time.
     is_end: bool,
     id: u64,
@@ -147,11 +162,19 @@ impl<'a, W: Write> Writer<'a, W> {
 
     fn write_flows(&mut self) -> io::Result<()> {
         let mut flows = std::mem::take(&mut self.flows);
-        flows.sort_by(|a, b| a.us.total_cmp(&b.us).then(a.is_end.cmp(&b.is_end)));
+        flows.sort_by_key(|f| (f.ns, f.is_end));
+        // Viewers key a flow by category, name and id: both ends take the category of
+        // the slice the flow starts from (a launch's `host` for the kernel it ran).
+        let mut started: HashMap<u64, &'a str> = HashMap::new();
         for flow in &flows {
+            let category = if flow.is_end {
+                started.get(&flow.id).copied().unwrap_or(flow.category)
+            } else {
+                *started.entry(flow.id).or_insert(flow.category)
+            };
             self.next()?;
             self.out.write_all(b"{\"name\":\"link\",\"cat\":")?;
-            json_str(&mut self.out, flow.category)?;
+            json_str(&mut self.out, category)?;
             let phase: &[u8] = if flow.is_end {
                 b"\"f\",\"bp\":\"e\""
             } else {
@@ -165,7 +188,7 @@ impl<'a, W: Write> Writer<'a, W> {
             self.out.write_all(b",")?;
             self.pid_tid(flow.pid, flow.tid)?;
             self.out.write_all(b",\"ts\":")?;
-            micros(&mut self.out, flow.us)?;
+            time::micros(&mut self.out, flow.ns)?;
             self.out.write_all(b"}")?;
         }
         Ok(())
@@ -194,10 +217,10 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
         self.next()?;
         self.out.write_all(b"{\"name\":")?;
-        json_str(&mut self.out, slice.name)?;
+        json_str(&mut self.out, &slice.name)?;
         self.out.write_all(b",\"cat\":")?;
         json_str(&mut self.out, slice.category)?;
-        let start = us(slice.start_ps);
+        let start = time::ns(slice.start_ps);
         if slice.is_instant() {
             // A marker's scope (prof::domain::MarkerScope) is the instant's scope.
             let scope = slice.args().find_map(|(key, value)| match (key, value) {
@@ -208,15 +231,13 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
             self.out.write_all(b",\"ph\":\"I\",\"s\":\"")?;
             self.out.write_all(scope.unwrap_or("t").as_bytes())?;
             self.out.write_all(b"\",\"ts\":")?;
-            micros(&mut self.out, start)?;
+            time::micros(&mut self.out, start)?;
         } else {
             self.out.write_all(b",\"ph\":\"X\",\"ts\":")?;
-            micros(&mut self.out, start)?;
+            time::micros(&mut self.out, start)?;
             self.out.write_all(b",\"dur\":")?;
-            micros(
-                &mut self.out,
-                us(slice.start_ps + slice.duration_ps) - start,
-            )?;
+            let end = time::ns(slice.start_ps + slice.duration_ps);
+            time::duration(&mut self.out, start, end)?;
         }
         self.out.write_all(b",")?;
         self.pid_tid(slice.thread.pid, slice.thread.tid)?;
@@ -238,7 +259,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         let ends = ends.chain(slice.flows_in.as_slice().iter().map(|&id| (id, true)));
         for (id, is_end) in ends {
             self.flows.push(FlowEnd {
-                us: start,
+                ns: start,
                 is_end,
                 id,
                 pid: slice.thread.pid,
@@ -257,14 +278,14 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         Ok(()) // a counter is declared by its first sample
     }
 
-    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'a>) -> io::Result<()> {
+    fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
         self.next()?;
         self.out.write_all(b"{\"name\":")?;
         json_str(&mut self.out, &track.name)?;
         self.out.write_all(b",\"ph\":\"C\",")?;
         self.pid_tid(track.pid, 0)?;
         self.out.write_all(b",\"ts\":")?;
-        micros(&mut self.out, us(at_ps))?;
+        time::micros(&mut self.out, time::ns(at_ps))?;
         self.out.write_all(b",\"args\":{")?;
         json_str(&mut self.out, track.series)?;
         self.out.write_all(b":")?;
@@ -273,16 +294,10 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 }
 
-/// Picoseconds as the double of microseconds readers will parse (nanoseconds exact,
-/// rounded down).
-fn us(ps: i64) -> f64 {
-    ps.div_euclid(1000) as f64 / 1000.0
-}
-
-/// A microsecond double in its shortest form that parses back to the same double.
-fn micros(out: &mut impl Write, us: f64) -> io::Result<()> {
+/// A double in its shortest form that parses back to the same double.
+fn number(out: &mut impl Write, v: f64) -> io::Result<()> {
     let mut buf = ryu::Buffer::new();
-    let text = buf.format_finite(us);
+    let text = buf.format_finite(v);
     // ryu writes `1.0`; the trailing `.0` is noise in a trace of millions of numbers.
     out.write_all(text.strip_suffix(".0").unwrap_or(text).as_bytes())
 }
@@ -295,7 +310,7 @@ fn json_arg(out: &mut impl Write, arg: Arg<'_>) -> io::Result<()> {
     match arg {
         Arg::Int(v) => int(out, v),
         Arg::Uint(v) => int(out, v),
-        Arg::Double(v) if v.is_finite() => micros(out, v),
+        Arg::Double(v) if v.is_finite() => number(out, v),
         // JSON has no NaN or infinity.
         Arg::Double(v) => json_str(out, &v.to_string()),
         Arg::Str(s) => json_str(out, s),
@@ -345,23 +360,6 @@ mod tests {
             s(|o| json_str(o, "a\"b\\c\nd\u{1}é")),
             r#""a\"b\\c\nd\u0001é""#
         );
-    }
-
-    #[test]
-    fn micros_keep_nanoseconds() {
-        assert_eq!(s(|o| micros(o, us(1_234_567_890))), "1234.567");
-        assert_eq!(s(|o| micros(o, us(999))), "0");
-        assert_eq!(s(|o| micros(o, us(-1_500_000))), "-1.5");
-    }
-
-    #[test]
-    fn a_child_ending_with_its_parent_does_not_end_after_it() {
-        // Parent 0.1 µs .. 0.3 µs as a reader adds it, and a child ending with it.
-        let (parent, child, end) = (us(100_000), us(200_000), us(300_000));
-        let reread = |t: f64| s(|o| micros(o, t)).parse::<f64>().expect("number");
-        let parent_end = reread(parent) + reread(end - parent);
-        let child_end = reread(child) + reread(end - child);
-        assert!(child_end <= parent_end, "{child_end} > {parent_end}");
     }
 
     #[test]

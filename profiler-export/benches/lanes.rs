@@ -1,0 +1,89 @@
+//! Lane assignment on 1M slices that overlap without nesting: a staircase where each
+//! slice starts before the previous one ends and ends after it, so every slice needs
+//! a lane of its own (the worst case; a plain scan of the lanes was quadratic and took
+//! 26.7 s for 100k). Measured as the bare walk and as a Perfetto trace to a sink.
+//!
+//! `cargo bench -p profiler-export --bench lanes`
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use profiler_core::schema;
+use profiler_core::xspace::{PlaneBuilder, XEvent, XEventData, XLine, XSpace};
+use profiler_export::perfetto;
+use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
+
+const EVENTS: i64 = 1_000_000;
+
+/// Slice `i` covers [i µs, (i + EVENTS) µs).
+fn staircase() -> XSpace {
+    let mut plane = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
+    let name = plane.event_metadata_id("step");
+    let events = (0..EVENTS)
+        .map(|i| XEvent {
+            metadata_id: name,
+            data: Some(XEventData::OffsetPs(i * 1_000_000)),
+            duration_ps: EVENTS * 1_000_000,
+            stats: Vec::new(),
+        })
+        .collect();
+    plane.add_line(XLine {
+        id: 1,
+        name: "overlapping".into(),
+        events,
+        ..XLine::default()
+    });
+    XSpace {
+        planes: vec![plane.build()],
+        hostnames: vec!["bench".into()],
+        ..XSpace::default()
+    }
+}
+
+/// Visits everything and keeps nothing, so only the walk is measured.
+struct Discard;
+
+impl<'a> Visitor<'a> for Discard {
+    type Error = Infallible;
+    fn process(&mut self, _: &Process<'a>) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn thread(&mut self, _: &Thread<'a>) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn slice(&mut self, _: &Slice<'a, '_>) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn slice_end(&mut self, _: &Thread<'a>, _: i64) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn counter_track(&mut self, _: &CounterTrack<'a>) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn counter(&mut self, _: &CounterTrack<'a>, _: i64, _: Arg<'_>) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+fn lanes(c: &mut Criterion) {
+    let space = staircase();
+    let mut g = c.benchmark_group("overlapping_1M_events");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Elements(EVENTS as u64));
+    g.bench_function("walk", |b| {
+        b.iter(|| {
+            let Ok(totals) = Timeline::new(&space).walk(&mut Discard);
+            assert_eq!(totals.threads, EVENTS as u64);
+        })
+    });
+    g.bench_function("perfetto", |b| {
+        b.iter(|| perfetto::write_to(&space, std::io::sink()).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lanes);
+criterion_main!(benches);

@@ -1,0 +1,81 @@
+//! `.xplane.pb` files: one [`XSpace`] serialized as protobuf.
+//!
+//! Files from elsewhere are read defensively (regular files only, within
+//! [`ReadLimits`]) and streamed: see [`read_with`]. For conversion, [`read_lazy`]
+//! keeps each line's events encoded until they are walked, so converting a file takes
+//! about its size in memory rather than five to ten times it.
+
+mod lazy;
+mod read;
+
+use std::path::Path;
+
+use profiler_core::xspace::XSpace;
+use profiler_core::{Error, Result};
+use prost::Message;
+
+use crate::atomic::write_atomic;
+
+pub(crate) use lazy::EncodedEvents;
+pub use lazy::LazySpace;
+pub use read::{ReadLimits, DEFAULT_MAX_BYTES, DEFAULT_MAX_STRINGS};
+
+/// Serializes a space as TensorFlow and JAX write it.
+pub fn encode(space: &XSpace) -> Vec<u8> {
+    space.encode_to_vec()
+}
+
+/// Parses a `.xplane.pb` (from prof, JAX or TensorFlow; unknown fields are skipped).
+///
+/// # Errors
+/// [`profiler_core::ErrorKind::InvalidArgument`] when the bytes are not an XSpace.
+pub fn decode(bytes: &[u8]) -> Result<XSpace> {
+    XSpace::decode(bytes).map_err(|e| {
+        Error::new(
+            profiler_core::ErrorKind::InvalidArgument,
+            format!("not an XSpace protobuf: {e}"),
+        )
+    })
+}
+
+/// Writes a space to `path` atomically.
+///
+/// # Errors
+/// [`profiler_core::ErrorKind::Io`] naming the path when the file cannot be written.
+pub fn write(path: &Path, space: &XSpace) -> Result<()> {
+    write_atomic(path, &encode(space))
+        .map_err(|e| Error::io("cannot write the .xplane.pb file", path, e))
+}
+
+/// Reads and parses the `.xplane.pb` at `path`, within the default [`ReadLimits`].
+///
+/// # Errors
+/// As [`read_with`].
+pub fn read(path: &Path) -> Result<XSpace> {
+    read_with(path, &ReadLimits::default())
+}
+
+/// Reads and parses the `.xplane.pb` at `path` (from prof, JAX or TensorFlow; unknown
+/// fields are skipped), decoding it as it is read. Only a regular file is read (not a
+/// FIFO, a device or a directory, checked on the opened file), and only if it is at
+/// most `limits.max_bytes` long; `limits.max_strings` of its host names, errors and
+/// warnings are kept (a warning says how many more there were).
+///
+/// # Errors
+/// [`profiler_core::ErrorKind::Io`] when the file cannot be opened or read;
+/// [`profiler_core::ErrorKind::InvalidArgument`] naming the file when it is not a
+/// regular file, is over the limit, or is not an XSpace.
+pub fn read_with(path: &Path, limits: &ReadLimits) -> Result<XSpace> {
+    read::read_space(path, limits)
+}
+
+/// Reads the `.xplane.pb` at `path` for conversion: as [`read_with`], but each line's
+/// events stay encoded until [`Timeline::lazy`](crate::timeline::Timeline::lazy)
+/// walks them (each is decoded once here, so a bad event fails the read).
+///
+/// # Errors
+/// As [`read_with`].
+pub fn read_lazy(path: &Path, limits: &ReadLimits) -> Result<LazySpace> {
+    let (space, events) = read::read_encoded(path, limits)?;
+    Ok(LazySpace::new(space, events))
+}
