@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use profiler_core::ExportFormat;
-use profiler_export::convert;
+use profiler_export::convert::{self, ConvertOptions};
 
 use crate::formats::{self, Formats};
 
@@ -56,39 +56,47 @@ pub fn main() -> i32 {
 }
 
 fn run(args: &Args) -> i32 {
-    if let Some(dir) = &args.out {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("prof-convert: cannot create {}: {e}", dir.display());
+    let options = ConvertOptions {
+        out_dir: args.out.clone(),
+        ..ConvertOptions::default()
+    };
+    let outcomes = match convert::convert_all(&args.paths, &args.format.0, &options) {
+        Ok(outcomes) => outcomes,
+        // Refused before anything was written: two inputs for one output, say.
+        Err(e) => {
+            eprintln!("prof-convert: {e}");
             return 1;
         }
-    }
-    let mut failed = 0usize;
+    };
+    let mut failed = Vec::new();
     let mut converted = 0usize;
-    for path in &args.paths {
-        match convert::convert(path, &args.format.0, args.out.as_deref()) {
-            Ok(done) => {
-                for c in done {
-                    converted += 1;
-                    println!(
-                        "{} -> {} ({} events, {} counter samples, {} flows)",
-                        c.input.display(),
-                        c.output.display(),
-                        c.totals.slices,
-                        c.totals.counter_samples,
-                        c.totals.flows
-                    );
-                }
+    for outcome in &outcomes {
+        for c in &outcome.written {
+            println!(
+                "{} -> {} ({} events, {} counter samples, {} flows)",
+                c.input.display(),
+                c.output.display(),
+                c.totals.slices,
+                c.totals.counter_samples,
+                c.totals.flows
+            );
+        }
+        match &outcome.error {
+            Some(e) => {
+                eprintln!("prof-convert: {e}");
+                failed.push(outcome.input.display().to_string());
             }
-            Err(e) => {
-                eprintln!("prof-convert: {}: {e}", path.display());
-                failed += 1;
-            }
+            None => converted += 1,
         }
     }
-    if failed > 0 {
-        eprintln!("prof-convert: {converted} file(s) written, {failed} failed");
+    if !failed.is_empty() {
+        eprintln!(
+            "prof-convert: {converted} file(s) converted, {} failed: {}",
+            failed.len(),
+            failed.join(", ")
+        );
     }
-    i32::from(failed > 0)
+    i32::from(!failed.is_empty())
 }
 
 #[cfg(test)]

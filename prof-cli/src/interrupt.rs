@@ -9,7 +9,7 @@
 /// the tool still works, it just cleans up less on Ctrl-C.
 pub fn install(tool: &'static str) {
     let installed = ctrlc::set_handler(move || {
-        // MERGE: profiler_export::atomic::remove_temporaries();
+        profiler_export::atomic::remove_temporaries();
         eprintln!("{tool}: interrupted");
         std::process::exit(130);
     });
