@@ -3,23 +3,18 @@
 //! Sessions are process-wide, so every test holds `serial()`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use profiler_core::{schema, session, trace, Profile};
 use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured};
 use profiler_remote::proto;
 use profiler_remote::rpc::profiler_service_client::ProfilerServiceClient;
-use profiler_remote::server::{self, ServerHandle};
+use profiler_remote::server;
 use tonic::Code;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = session::stop();
-    guard
-}
+mod support;
+use support::{raw_client, runtime, serial, serve, xprof_like};
 
 /// A thread running annotated "training steps" until dropped (at most 60 s).
 struct Workload {
@@ -68,52 +63,10 @@ async fn wait_until(done: impl Fn() -> bool) {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-fn serve() -> (ServerHandle, String) {
-    let server = server::start(0).expect("server");
-    let addr = format!("127.0.0.1:{}", server.local_addr().port());
-    (server, addr)
-}
-
 fn quick(duration_ms: u64) -> CaptureRequest {
     CaptureRequest {
         duration_ms,
         ..CaptureRequest::default()
-    }
-}
-
-async fn raw_client(addr: &str) -> ProfilerServiceClient<tonic::transport::Channel> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .expect("uri")
-        .connect()
-        .await
-        .expect("connect");
-    ProfilerServiceClient::new(channel)
-}
-
-/// A request as xprof's capture sends it (no emit_xspace: the server writes).
-fn xprof_like(root: &str, session_id: &str, host: &str, duration_ms: u64) -> proto::ProfileRequest {
-    proto::ProfileRequest {
-        duration_ms,
-        max_events: 1_000_000,
-        tools: vec!["trace_viewer".into(), "xplane.pb".into()],
-        repository_root: root.into(),
-        session_id: session_id.into(),
-        host_name: host.into(),
-        opts: Some(proto::ProfileOptions {
-            version: 1,
-            host_tracer_level: 2,
-            device_tracer_level: 1,
-            duration_ms,
-            ..proto::ProfileOptions::default()
-        }),
-        ..proto::ProfileRequest::default()
     }
 }
 
