@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use profiler_core::domain::{Domain, Frame, Marker, MarkerScope, Task};
 use profiler_core::schema;
 use profiler_core::xspace::{
-    sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStat, XStatValue,
+    sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace, XStat, XStatValue,
 };
 use profiler_core::{session, set_metadata, trace, Counter, ProfileOptions, Trace};
 use profiler_export::xplane;
@@ -76,7 +76,7 @@ fn ev(b: &mut PlaneBuilder, name: &str, start_ns: i64, dur_ns: i64) -> XEvent {
         metadata_id: b.event_metadata_id(name),
         data: Some(XEventData::OffsetPs(start_ns * 1000)),
         duration_ps: dur_ns * 1000,
-        stats: Vec::new(),
+        stats: Stats::new(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use profiler_core::schema;
-use profiler_core::xspace::{PlaneBuilder, XEvent, XEventData, XLine, XSpace};
+use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace};
 use profiler_export::perfetto;
 use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
@@ -26,7 +26,7 @@ fn staircase() -> XSpace {
             metadata_id: name,
             data: Some(XEventData::OffsetPs(i * 1_000_000)),
             duration_ps: EVENTS * 1_000_000,
-            stats: Vec::new(),
+            stats: Stats::new(),
         })
         .collect();
     plane.add_line(XLine {

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use profiler_core::schema;
-use profiler_core::xspace::{sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace};
+use profiler_core::xspace::{sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace};
 use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
 /// What the walk did, in order: slices as (lane, parent seq) and ends as (lane, end).
@@ -99,7 +99,7 @@ fn space(events: &[(i64, i64)]) -> XSpace {
             metadata_id: name,
             data: Some(XEventData::OffsetPs(start)),
             duration_ps: dur,
-            stats: Vec::new(),
+            stats: Stats::new(),
         })
         .collect();
     plane.add_line(XLine {

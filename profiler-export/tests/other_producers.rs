@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use profiler_core::schema;
 use profiler_core::xspace::{
-    PlaneBuilder, XEvent, XEventData, XEventMetadata, XLine, XSpace, XStatValue,
+    PlaneBuilder, Stats, XEvent, XEventData, XEventMetadata, XLine, XSpace, XStatValue,
 };
 use profiler_export::chrome;
 use profiler_export::perfetto::{self, proto};
@@ -18,7 +18,7 @@ fn event(metadata_id: i64, start_ns: i64, dur_ns: i64) -> XEvent {
         metadata_id,
         data: Some(XEventData::OffsetPs(start_ns * 1000)),
         duration_ps: dur_ns * 1000,
-        stats: Vec::new(),
+        stats: Stats::new(),
     }
 }
 

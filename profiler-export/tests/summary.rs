@@ -1,7 +1,7 @@
 //! Summary tables checked against a hand-built profile whose numbers are known.
 
 use profiler_core::schema;
-use profiler_core::xspace::{PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStatValue};
+use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace, XStatValue};
 use profiler_core::Profile;
 use profiler_export::summary::{GroupBy, SortBy, SummaryOptions};
 use profiler_export::ProfileExport;
@@ -16,7 +16,7 @@ const US: i64 = 1_000_000; // ps
 fn hand_built() -> Profile {
     let mut host = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
     let ev = |host: &mut PlaneBuilder, name: &str, from: i64, to: i64, step: Option<i64>| {
-        let mut stats = Vec::new();
+        let mut stats = Stats::new();
         if let Some(n) = step {
             stats.push(host.stat(schema::STEP_NUM, XStatValue::Int64(n)));
             stats.push(host.stat(schema::IS_ROOT, XStatValue::Int64(1)));
@@ -47,10 +47,10 @@ fn hand_built() -> Profile {
             metadata_id: bytes,
             data: Some(XEventData::OffsetPs(at * US)),
             duration_ps: 0,
-            stats: vec![profiler_core::xspace::XStat {
+            stats: Stats::from([profiler_core::xspace::XStat {
                 metadata_id: value,
                 value: Some(XStatValue::Double(v)),
-            }],
+            }]),
         })
         .collect();
     for (id, name, events) in [
@@ -228,7 +228,7 @@ fn without_steps_shares_are_of_the_run() {
             metadata_id: a,
             data: Some(XEventData::OffsetPs(from * US)),
             duration_ps: (to - from) * US,
-            stats: Vec::new(),
+            stats: Stats::new(),
         })
         .collect();
     host.add_line(XLine {

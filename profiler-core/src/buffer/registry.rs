@@ -37,6 +37,18 @@ impl ThreadBuffer {
         })
     }
 
+    /// How many records [`read`](Self::read) would visit at most: a capacity hint.
+    pub(crate) fn records(&self, generation: u64) -> u64 {
+        if self.generation.load(Ordering::Acquire) != generation {
+            return 0;
+        }
+        let published = self.published.load(Ordering::Acquire);
+        match self.ring.load(Ordering::Relaxed) {
+            0 => published,
+            ring => published.min(ring),
+        }
+    }
+
     /// Complete slots of the current session (for tests of the record layout).
     #[cfg(test)]
     pub(crate) fn published(&self) -> u64 {

@@ -12,7 +12,7 @@ mod tasks;
 use crate::buffer::{self, Dropped};
 use crate::clock::{Anchor, TickScale};
 use crate::schema;
-use crate::xspace::{ps, PlaneBuilder, XEvent, XEventData, XSpace, XStat, XStatValue};
+use crate::xspace::{ps, PlaneBuilder, Stats, XEvent, XEventData, XSpace, XStat, XStatValue};
 
 use line::{build_line, LineBuilder, NameCache};
 
@@ -37,7 +37,7 @@ pub(crate) fn collect(
     let mut builders: Vec<LineBuilder<'_>> = Vec::with_capacity(buffers.len());
     let mut ids = Vec::with_capacity(buffers.len());
     for buf in &buffers {
-        let mut line = LineBuilder::new(&scale, stop_ns, since);
+        let mut line = LineBuilder::new(&scale, stop_ns, since, buf.records(generation));
         let Some(lost) = buf.read(generation, |record| line.add(record, &mut host, &mut names))
         else {
             continue;
@@ -82,7 +82,7 @@ pub(crate) fn collect(
                 metadata_id: host.event_metadata_id(schema::PAUSED),
                 data: Some(XEventData::OffsetPs(ps(from))),
                 duration_ps: ps(to.max(from) - from),
-                stats: Vec::new(),
+                stats: Stats::new(),
             }
         })
         .collect();
@@ -100,10 +100,10 @@ pub(crate) fn collect(
                 metadata_id: names.id(&mut host, counter),
                 data: Some(XEventData::OffsetPs(at)),
                 duration_ps: 0,
-                stats: vec![XStat {
+                stats: Stats::from([XStat {
                     metadata_id: value,
                     value: Some(XStatValue::Double(v)),
-                }],
+                }]),
             })
             .collect();
         if let Some(line) = build_line(events, schema::COUNTERS_LINE_ID, schema::COUNTERS_LINE) {

@@ -35,7 +35,7 @@ use super::line::LineBuilder;
 use crate::gate::VERBOSE_LEVEL;
 use crate::schema;
 use crate::tags::PROF_TASK;
-use crate::xspace::{PlaneBuilder, XEvent, XEventData, XStat, XStatValue};
+use crate::xspace::{PlaneBuilder, Stats, XEvent, XEventData, XStatValue};
 
 /// Level from which the polls of `tracing` tasks are linked by flows.
 const FLOW_LEVEL: u8 = VERBOSE_LEVEL;
@@ -210,7 +210,7 @@ fn lifetime(lines: &[LineBuilder<'_>], plane: &mut PlaneBuilder, task: &Task) ->
     let lifetime = end - start;
     // A step's fields stay on the step: a lifetime is not a second step root.
     let not_copied = [schema::STEP_NUM, schema::IS_ROOT].map(|n| plane.find_stat_metadata_id(n));
-    let mut stats: Vec<XStat> = first
+    let mut stats: Stats = first
         .stats
         .iter()
         .filter(|s| !not_copied.contains(&Some(s.metadata_id)))

@@ -131,7 +131,7 @@ fn merge(line: &mut XLine, events: Vec<XEvent>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xspace::PlaneBuilder;
+    use crate::xspace::{PlaneBuilder, Stats};
 
     #[test]
     fn interning_continues_the_ids_a_plane_already_has() {
@@ -152,7 +152,7 @@ mod tests {
             metadata_id: 1,
             data: Some(XEventData::OffsetPs(at_ps)),
             duration_ps: dur_ps,
-            stats: Vec::new(),
+            stats: Stats::new(),
         };
         let mut plane = XPlane::default();
         merge_into_line(&mut plane, 5, "api", vec![event(10_000, 1_000)]);

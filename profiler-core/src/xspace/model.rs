@@ -69,20 +69,108 @@ pub struct XLine {
 }
 
 /// One timed event on a line.
-#[derive(Clone, PartialEq, prost::Message)]
+///
+/// 40 bytes: a long session holds millions of these, so its stats sit behind one
+/// pointer ([`Stats`], null when empty) rather than a three-word `Vec`. That is why
+/// its protobuf encoding is written out below instead of derived: prost's derive
+/// wants a `Vec` for a repeated field.
+#[derive(Clone, Default, PartialEq)]
 pub struct XEvent {
     /// Key into the plane's event metadata.
-    #[prost(int64, tag = "1")]
     pub metadata_id: i64,
     /// Offset from the line's `timestamp_ns`, or an occurrence count for aggregates.
-    #[prost(oneof = "XEventData", tags = "2, 5")]
     pub data: Option<XEventData>,
     /// Duration in picoseconds; zero makes an instant event.
-    #[prost(int64, tag = "3")]
     pub duration_ps: i64,
     /// The event's own stats (its fields).
-    #[prost(message, repeated, tag = "4")]
-    pub stats: Vec<XStat>,
+    pub stats: Stats,
+}
+
+/// An event's stats: a vector one pointer wide, with its length and capacity in its
+/// heap block, so that an event without stats spends 8 bytes on them, not 24.
+pub type Stats = thin_vec::ThinVec<XStat>;
+
+// Field numbers of `XEvent` in xplane.proto.
+const EVENT_METADATA_ID: u32 = 1;
+const EVENT_DURATION_PS: u32 = 3;
+const EVENT_STATS: u32 = 4;
+
+impl prost::Message for XEvent {
+    fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
+        use prost::encoding::{int64, message};
+        // proto3: scalars at their default value are not written.
+        if self.metadata_id != 0 {
+            int64::encode(EVENT_METADATA_ID, &self.metadata_id, buf);
+        }
+        if let Some(data) = &self.data {
+            data.encode(buf);
+        }
+        if self.duration_ps != 0 {
+            int64::encode(EVENT_DURATION_PS, &self.duration_ps, buf);
+        }
+        for stat in &self.stats {
+            message::encode(EVENT_STATS, stat, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl prost::bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        use prost::encoding::{int64, message, skip_field};
+        let field = |mut e: prost::DecodeError, name: &'static str| {
+            e.push("XEvent", name);
+            e
+        };
+        match tag {
+            EVENT_METADATA_ID => int64::merge(wire_type, &mut self.metadata_id, buf, ctx)
+                .map_err(|e| field(e, "metadata_id")),
+            2 | 5 => XEventData::merge(&mut self.data, tag, wire_type, buf, ctx)
+                .map_err(|e| field(e, "data")),
+            EVENT_DURATION_PS => int64::merge(wire_type, &mut self.duration_ps, buf, ctx)
+                .map_err(|e| field(e, "duration_ps")),
+            EVENT_STATS => {
+                let mut stat = XStat::default();
+                message::merge(wire_type, &mut stat, buf, ctx).map_err(|e| field(e, "stats"))?;
+                self.stats.push(stat);
+                Ok(())
+            }
+            _ => skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        use prost::encoding::{int64, message};
+        let mut len = 0;
+        if self.metadata_id != 0 {
+            len += int64::encoded_len(EVENT_METADATA_ID, &self.metadata_id);
+        }
+        if let Some(data) = &self.data {
+            len += data.encoded_len();
+        }
+        if self.duration_ps != 0 {
+            len += int64::encoded_len(EVENT_DURATION_PS, &self.duration_ps);
+        }
+        len + message::encoded_len_repeated(EVENT_STATS, &self.stats)
+    }
+
+    fn clear(&mut self) {
+        *self = XEvent::default();
+    }
+}
+
+impl std::fmt::Debug for XEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XEvent")
+            .field("metadata_id", &self.metadata_id)
+            .field("data", &self.data)
+            .field("duration_ps", &self.duration_ps)
+            .field("stats", &self.stats)
+            .finish()
+    }
 }
 
 /// Where an [`XEvent`] sits: at an offset on its line, or aggregated.
@@ -283,10 +371,10 @@ mod tests {
             metadata_id: 3,
             data: Some(XEventData::OffsetPs(5)),
             duration_ps: 7,
-            stats: vec![XStat {
+            stats: Stats::from([XStat {
                 metadata_id: 1,
                 value: Some(XStatValue::Int64(9)),
-            }],
+            }]),
         };
         assert_eq!(
             e.encode_to_vec(),
@@ -306,12 +394,56 @@ mod tests {
     }
 
     #[test]
+    fn an_event_is_five_words_and_decodes_to_what_was_encoded() {
+        // What a long session's memory is made of: keep it at 40 bytes.
+        assert_eq!(std::mem::size_of::<XEvent>(), 40);
+        let events = [
+            XEvent::default(),
+            XEvent {
+                metadata_id: 3,
+                data: Some(XEventData::OffsetPs(-5)),
+                duration_ps: 7,
+                stats: Stats::from([
+                    XStat {
+                        metadata_id: 1,
+                        value: Some(XStatValue::Str("op".into())),
+                    },
+                    XStat {
+                        metadata_id: 2,
+                        value: Some(XStatValue::Double(0.5)),
+                    },
+                ]),
+            },
+            XEvent {
+                metadata_id: 4,
+                data: Some(XEventData::NumOccurrences(12)),
+                ..XEvent::default()
+            },
+        ];
+        for event in events {
+            let bytes = event.encode_to_vec();
+            assert_eq!(bytes.len(), event.encoded_len());
+            assert_eq!(XEvent::decode(&bytes[..]).expect("decodes"), event);
+        }
+        // A field this schema does not know is skipped, as a derived message would.
+        let mut bytes = vec![0x08, 3, 0x30, 99];
+        bytes.extend([0x18, 7]);
+        let e = XEvent::decode(&bytes[..]).expect("decodes");
+        assert_eq!((e.metadata_id, e.duration_ps), (3, 7));
+        // A truncated stat is an error naming where it was.
+        let err = XEvent::decode(&[0x22, 9, 0x08][..])
+            .expect_err("truncated")
+            .to_string();
+        assert!(err.contains("XEvent.stats"), "{err}");
+    }
+
+    #[test]
     fn sort_puts_parents_before_children() {
         let ev = |off, dur| XEvent {
             metadata_id: 1,
             data: Some(XEventData::OffsetPs(off)),
             duration_ps: dur,
-            stats: vec![],
+            stats: Stats::new(),
         };
         let mut events = vec![ev(5, 1), ev(0, 2), ev(0, 10)];
         sort_events(&mut events);

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use profiler_core::schema;
 use profiler_core::xspace::{
-    merge_into_line, ps, PlaneBuilder, XEvent, XEventData, XPlane, XSpace, XStatValue,
+    merge_into_line, ps, PlaneBuilder, Stats, XEvent, XEventData, XPlane, XSpace, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace, Placement};
@@ -218,7 +218,7 @@ impl DevicePlane {
             metadata_id: p.event_metadata_id(name),
             data: Some(XEventData::OffsetPs(ps(at))),
             duration_ps: 0,
-            stats: vec![stat],
+            stats: Stats::from([stat]),
         });
     }
 
@@ -255,7 +255,7 @@ impl DevicePlane {
         launched_in: Option<&LaunchedIn>,
     ) {
         let p = &mut self.plane;
-        let mut stats = vec![
+        let mut stats = Stats::from([
             p.stat(
                 CORRELATION_ID,
                 XStatValue::Uint64(u64::from(at.correlation_id)),
@@ -269,7 +269,7 @@ impl DevicePlane {
                 XStatValue::Uint64(u64::from(at.context_id)),
             ),
             p.stat(stats::STREAM, XStatValue::Uint64(u64::from(at.stream_id))),
-        ];
+        ]);
         let kind = details.kind();
         stats.push(match details {
             Details::Kernel(s) => p.stat(stats::KERNEL_DETAILS, XStatValue::Str(s)),

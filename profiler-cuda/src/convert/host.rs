@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
 use profiler_core::xspace::{
-    merge_into_line, ps, Interner, XEvent, XEventData, XPlane, XSpace, XStatValue,
+    merge_into_line, ps, Interner, Stats, XEvent, XEventData, XPlane, XSpace, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace};
@@ -221,13 +221,13 @@ pub(super) fn add_api_calls(
             ),
         };
         let stats = if launches {
-            vec![names.stat(
+            Stats::from([names.stat(
                 plane,
                 CORRELATION_ID,
                 XStatValue::Uint64(u64::from(*correlation_id)),
-            )]
+            )])
         } else {
-            Vec::new()
+            Stats::new()
         };
         out.api_kept += 1;
         api_events.entry(line).or_default().push(XEvent {
@@ -530,7 +530,7 @@ mod tests {
         let mut xevents = Vec::new();
         for &(name, start, end, step) in events {
             let stats = step
-                .map(|s| vec![b.stat(schema::STEP_NUM, XStatValue::Int64(s))])
+                .map(|s| Stats::from([b.stat(schema::STEP_NUM, XStatValue::Int64(s))]))
                 .unwrap_or_default();
             xevents.push(XEvent {
                 metadata_id: b.event_metadata_id(name),

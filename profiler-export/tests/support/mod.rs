@@ -3,7 +3,7 @@
 
 use profiler_core::schema;
 use profiler_core::xspace::{
-    sort_events, PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStatValue,
+    sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace, XStatValue,
 };
 
 /// Wall-clock start of the fixture: 2023-11-14T22:13:20Z.
@@ -23,7 +23,7 @@ fn ev(b: &mut PlaneBuilder, name: &str, start_ns: i64, dur_ns: i64) -> XEvent {
         metadata_id: b.event_metadata_id(name),
         data: Some(XEventData::OffsetPs(start_ns * 1000)),
         duration_ps: dur_ns * 1000,
-        stats: Vec::new(),
+        stats: Stats::new(),
     }
 }
 
@@ -161,10 +161,10 @@ pub fn large_space(n: usize, threads: usize) -> XSpace {
                 duration_ps: dur * 1000,
                 stats: stat
                     .map(|(id, v)| {
-                        vec![profiler_core::xspace::XStat {
+                        Stats::from([profiler_core::xspace::XStat {
                             metadata_id: id,
                             value: Some(XStatValue::Int64(v)),
-                        }]
+                        }])
                     })
                     .unwrap_or_default(),
             });
