@@ -1,6 +1,7 @@
-//! `#[prof::instrument]` beside `#[tracing::instrument]` on the same function, in one
-//! run: off (no session / no subscriber) and recording (a prof session / a registry,
-//! bare or with `ProfilerLayer` recording). Prints the ratios at the end.
+//! `#[prof::instrument]` beside `#[tracing::instrument]` on the same function, and
+//! beside the `trace!` it stands for, in one run: off (no session / no subscriber) and
+//! recording (a prof session / a registry, bare or with `ProfilerLayer` recording).
+//! Prints the ratios at the end.
 #![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
 use std::hint::black_box;
@@ -16,6 +17,13 @@ use support::{batched, print_table, LongSession, Row, BATCH};
 
 #[prof::instrument]
 fn with_prof(x: u64) -> u64 {
+    black_box(x)
+}
+
+/// What `#[prof::instrument]` stands for, written by hand: its goal is to cost the
+/// same.
+fn with_trace(x: u64) -> u64 {
+    let _t = prof::trace!("with_trace", x = x);
     black_box(x)
 }
 
@@ -47,6 +55,16 @@ fn instrument(c: &mut Criterion) {
         g.bench_function("prof_on", |b| {
             b.iter_custom(|iters| {
                 batched(iters, || long.reserve(2 * BATCH), calls(with_prof), |()| {})
+            })
+        });
+        g.bench_function("trace_on", |b| {
+            b.iter_custom(|iters| {
+                batched(
+                    iters,
+                    || long.reserve(2 * BATCH),
+                    calls(with_trace),
+                    |()| {},
+                )
             })
         });
     }
@@ -86,7 +104,8 @@ fn main() {
         &[
             Row::Plain("prof_off", Some("tracing_off")),
             Row::Plain("tracing_off", None),
-            Row::Plain("prof_on", Some("tracing_registry")),
+            Row::Plain("trace_on", None),
+            Row::Plain("prof_on", Some("trace_on")),
             Row::Plain("tracing_registry", None),
             Row::Plain("tracing_registry+prof_layer_on", Some("prof_on")),
         ],

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""One machine's bench table: every goal of the cost tables, measured in one run.
+
+Reads what benches/run.sh left in a run directory (criterion's estimates, the logs of
+the `scale` and `export_memory` benches), prints a Markdown table headed by the
+machine's CPU, and writes it (and the raw figures as JSON) where asked.
+
+usage: report.py RUN_DIR [--commit C] [--md FILE] [--json FILE]
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import re
+import sys
+
+
+def read(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def machine():
+    cpuinfo = read("/proc/cpuinfo")
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    clock = read("/sys/devices/system/clocksource/clocksource0/current_clocksource").strip()
+    return {
+        "host": platform.node(),
+        "cpu": model.group(1).strip() if model else platform.processor() or "unknown",
+        "cores": os.cpu_count(),
+        "clocksource": clock or "unknown",
+        "kernel": platform.release(),
+    }
+
+
+def estimates(run_dir):
+    """{(group, id): (median ns, low, high)} from criterion's files."""
+    out = {}
+    for bench in glob.glob(os.path.join(run_dir, "criterion", "*", "*", "new", "benchmark.json")):
+        meta = json.loads(read(bench))
+        est = json.loads(read(os.path.join(os.path.dirname(bench), "estimates.json")))
+        median = est["median"]
+        ci = median["confidence_interval"]
+        key = (meta["group_id"], meta["function_id"])
+        out[key] = (median["point_estimate"], ci["lower_bound"], ci["upper_bound"])
+    return out
+
+
+def scale_rows(run_dir):
+    rows = []
+    for line in read(os.path.join(run_dir, "scale.log")).splitlines():
+        parts = line.split()
+        if len(parts) == 9 and parts[0].isdigit():
+            events, stop_s, stop_ns, write_s, write_ns, bufs, peak, profile, file_b = parts
+            rows.append({
+                "events": int(events), "stop_s": float(stop_s), "stop_ns_per_event": float(stop_ns),
+                "write_s": float(write_s), "write_ns_per_event": float(write_ns),
+                "buffers_b": float(bufs), "stop_peak_b": float(peak),
+                "profile_b": float(profile), "file_b": float(file_b),
+            })
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--md")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+
+    est = estimates(args.run_dir)
+    m = machine()
+
+    def ns(group, bench, per=1):
+        v = est.get((group, bench))
+        return None if v is None else tuple(x / per for x in v)
+
+    lines = []
+    add = lines.append
+    add(f"### {m['cpu']} ({m['cores']} cores, clocksource {m['clocksource']})")
+    add("")
+    add(f"Host `{m['host']}`, kernel {m['kernel']}, prof {args.commit}. Median of each "
+        "criterion bench [its 95% interval]; every ratio is between figures of one run.")
+    add("")
+    add("| goal | measured | target | met |")
+    add("|---|---|---|---|")
+    figures = {"machine": m, "commit": args.commit, "goals": [], "criterion": {}}
+    for (g, b), v in sorted(est.items()):
+        figures["criterion"][f"{g}/{b}"] = v
+
+    def goal(name, value, target, ok, shown):
+        met = "n/a" if value is None else ("yes" if ok(value) else "**no**")
+        add(f"| {name} | {shown if value is not None else 'not measured'} | {target} | {met} |")
+        figures["goals"].append({"goal": name, "value": value, "target": target, "met": met})
+
+    def fmt(v):
+        return f"{v[0]:.1f} ns [{v[1]:.1f}–{v[2]:.1f}]"
+
+    def ratio(a, b, name, target, ok, a_name, b_name):
+        if a is None or b is None:
+            goal(name, None, target, ok, "")
+            return
+        r = a[0] / b[0]
+        goal(name, r, target, ok, f"{r:.2f}× ({a_name} {a[0]:.1f} / {b_name} {b[0]:.1f} ns)")
+
+    def added(a, b, name, target, ok, b_name):
+        if a is None or b is None:
+            goal(name, None, target, ok, "")
+            return
+        d = a[0] - b[0]
+        goal(name, d, target, ok, f"+{d:.1f} ns ({a[0]:.1f} vs {b_name} {b[0]:.1f})")
+
+    on = ns("annotation", "prof_on")
+    ratio(on, ns("annotation", "two_clock_reads"), "`trace!` recording ÷ two clock reads",
+          "≤ 1.15×", lambda r: r <= 1.15, "trace!", "clock×2")
+    ratio(ns("annotation", "fastrace_on"), on, "fastrace ÷ `trace!` (recording)", "≥ 2×",
+          lambda r: r >= 2, "fastrace", "trace!")
+    ratio(ns("annotation", "puffin_on"), on, "puffin ÷ `trace!` (recording)", "≥ 3×",
+          lambda r: r >= 3, "puffin", "trace!")
+    added(ns("annotation", "prof_on_one_field"), on, "one int field adds", "≤ 3 ns",
+          lambda d: d <= 3, "trace!")
+    noop = ns("layer", "registry+noop_layer")
+    added(ns("layer", "registry+prof_off"), noop, "`ProfilerLayer` off, over a no-op layer",
+          "≤ 5 ns", lambda d: d <= 5, "no-op layer")
+    added(ns("layer", "registry+prof_on"), noop, "`ProfilerLayer` recording, over a no-op layer",
+          "≤ 80 ns", lambda d: d <= 80, "no-op layer")
+    ratio(ns("instrument", "prof_on"), ns("instrument", "trace_on"),
+          "`#[prof::instrument]` ÷ `trace!` with the same field", "≤ 1.10×",
+          lambda r: r <= 1.10, "instrument", "trace!")
+    sys_alloc = ns("objects", "system_alloc")
+    track = ns("objects", "tracking_alloc_on")
+    if sys_alloc and track:
+        r = track[0] / sys_alloc[0]
+        spread = f"{track[1] / sys_alloc[2]:.2f}–{track[2] / sys_alloc[1]:.2f}"
+        goal("`TrackingAllocator` recording ÷ `System`", r, "≤ 1.15×", lambda r: r <= 1.15,
+             f"{r:.2f}× (spread {spread}; {track[0]:.0f} / {sys_alloc[0]:.0f} ns per 64)")
+    else:
+        goal("`TrackingAllocator` recording ÷ `System`", None, "≤ 1.15×", None, "")
+    per = 1_000_000
+    collect = ns("export_1M_events", "collect", per)
+    write = ns("export_1M_events", "encode_and_write_atomically", per)
+    if collect and write:
+        total = collect[0] + write[0]
+        goal("stop → `.xplane.pb`, per event", total, "≤ 120 ns", lambda v: v <= 120,
+             f"{total:.0f} ns (collect {collect[0]:.0f} + encode and write {write[0]:.0f})")
+    else:
+        goal("stop → `.xplane.pb`, per event", None, "≤ 120 ns", None, "")
+    for bench, name, target in [("perfetto", "Perfetto", 200), ("chrome_json", "Chrome JSON", 200),
+                                ("chrome_json_gz", "Chrome JSON, gzipped", 350)]:
+        v = ns("export_1M_events", bench, per)
+        goal(f"{name}, per event", v and v[0], f"≤ {target} ns", lambda x, t=target: x <= t,
+             v and f"{v[0]:.0f} ns")
+
+    rows = scale_rows(args.run_dir)
+    figures["scale"] = rows
+    if rows:
+        add("")
+        add("Scale: one thread records N events, then `stop` collects them and the profile is "
+            "written as `.xplane.pb` (bytes per event: thread buffers, the most resident memory "
+            "stop adds, what the profile keeps, the file).")
+        add("")
+        add("| events | stop (s) | stop ns/event | write (s) | buffers B | stop peak B | profile B | file B |")
+        add("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            add(f"| {r['events']:,} | {r['stop_s']:.2f} | {r['stop_ns_per_event']:.0f} | "
+                f"{r['write_s']:.2f} | {r['buffers_b']:.1f} | {r['stop_peak_b']:.1f} | "
+                f"{r['profile_b']:.1f} | {r['file_b']:.1f} |")
+        first, last = rows[0], rows[-1]
+        if last["events"] > first["events"]:
+            growth = last["stop_ns_per_event"] / first["stop_ns_per_event"]
+            add("")
+            add(f"Stop time per event at {last['events']:,} is {growth:.2f}× that at "
+                f"{first['events']:,} (1.00× is linear).")
+    mem = read(os.path.join(args.run_dir, "export_memory.log")).strip()
+    if mem:
+        add("")
+        add("Exporters' memory (10M events):")
+        add("")
+        add("```")
+        add(mem)
+        add("```")
+
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
