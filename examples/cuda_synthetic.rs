@@ -3,11 +3,13 @@
 //! CUPTI records (a kernel and a copy launched inside each `attn` and `mlp`, with the
 //! driver calls around them that launch nothing, as frameworks make them) put
 //! through the same conversion the live tracer uses, written as a TensorBoard/XProf
-//! logdir. CI has xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and
-//! trace viewer read it.
+//! logdir (and, with `--format`, as a Perfetto trace or Chrome JSON beside it). CI has
+//! xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and trace viewer read
+//! it, and the Perfetto and Chrome checkers read the other formats.
 //!
 //! ```text
 //! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N] [--all-api-calls]
+//!     [--format perfetto,chrome]
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -79,9 +81,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         calls.left_out_total(),
         calls.left_out
     );
-    let profile =
-        prof::export::logdir::write_logdir_formats(&args.logdir, prof::Profile::new(space), &[])?;
-    println!("wrote {}", profile.files()[0].display());
+    let profile = prof::export::logdir::write_logdir_formats(
+        &args.logdir,
+        prof::Profile::new(space),
+        &args.formats,
+    )?;
+    for file in profile.files() {
+        println!("wrote {}", file.display());
+    }
     Ok(())
 }
 
