@@ -103,8 +103,7 @@ pub(super) fn add_planes(
             .or_insert_with(|| DevicePlane::new(at.device_id))
             .add(
                 &name,
-                start,
-                end,
+                (start, end),
                 at,
                 details,
                 launched_in.get(&at.correlation_id),
@@ -251,8 +250,7 @@ impl DevicePlane {
     fn add(
         &mut self,
         name: &str,
-        start: u64,
-        end: u64,
+        (start, end): (u64, u64),
         at: &Placement,
         details: Details,
         launched_in: Option<&LaunchedIn>,
