@@ -27,10 +27,12 @@ pub(crate) fn line_name(thread: u32) -> String {
 }
 
 /// Pairs each start record with the end record of the same id into a range, on the
-/// thread that started it; marks are ranges of no length. A range that started
-/// before the session or ended after it (one end missing) is left out.
+/// thread that started it, whatever order the records arrived in (they may come in
+/// different buffers); marks are ranges of no length. A range that started before the
+/// session or ended after it (one end missing) is left out.
 fn ranges(trace: &DeviceTrace) -> BTreeMap<u32, Vec<Range<'_>>> {
-    let mut open: HashMap<u32, (u32, u64, &str, Option<&str>)> = HashMap::new();
+    let mut starts: HashMap<u32, (u32, u64, &str, Option<&str>)> = HashMap::new();
+    let mut ends: HashMap<u32, u64> = HashMap::new();
     let mut by_thread: BTreeMap<u32, Vec<Range<'_>>> = BTreeMap::new();
     for activity in &trace.activities {
         let Activity::Marker {
@@ -48,17 +50,10 @@ fn ranges(trace: &DeviceTrace) -> BTreeMap<u32, Vec<Range<'_>>> {
         let domain = domain.as_deref().filter(|d| !d.is_empty());
         match phase {
             MarkerPhase::Start => {
-                open.insert(*id, (*thread_id, *timestamp, name, domain));
+                starts.insert(*id, (*thread_id, *timestamp, name, domain));
             }
             MarkerPhase::End => {
-                if let Some((thread, start, name, domain)) = open.remove(id) {
-                    by_thread.entry(thread).or_default().push(Range {
-                        start,
-                        end: (*timestamp).max(start),
-                        name,
-                        domain,
-                    });
-                }
+                ends.insert(*id, *timestamp);
             }
             MarkerPhase::Instant => by_thread.entry(*thread_id).or_default().push(Range {
                 start: *timestamp,
@@ -66,6 +61,16 @@ fn ranges(trace: &DeviceTrace) -> BTreeMap<u32, Vec<Range<'_>>> {
                 name,
                 domain,
             }),
+        }
+    }
+    for (id, (thread, start, name, domain)) in starts {
+        if let Some(&end) = ends.get(&id) {
+            by_thread.entry(thread).or_default().push(Range {
+                start,
+                end: end.max(start),
+                name,
+                domain,
+            });
         }
     }
     for ranges in by_thread.values_mut() {
@@ -210,6 +215,40 @@ mod tests {
             name,
             domain: None,
         }
+    }
+
+    #[test]
+    fn ends_pair_with_starts_in_any_order_and_one_ended_ranges_are_left_out() {
+        let marker = |phase, id, timestamp, name: Option<&str>| Activity::Marker {
+            phase,
+            id,
+            timestamp,
+            thread_id: 7,
+            name: name.map(Into::into),
+            domain: None,
+        };
+        let trace = DeviceTrace {
+            activities: vec![
+                // The end of range 2 arrives first (another buffer).
+                marker(MarkerPhase::End, 2, 30, None),
+                marker(MarkerPhase::Start, 1, 10, Some("outer")),
+                marker(MarkerPhase::Start, 2, 20, Some("inner")),
+                marker(MarkerPhase::End, 1, 40, None),
+                marker(MarkerPhase::End, 3, 5, None),
+                marker(MarkerPhase::Start, 4, 50, Some("open")),
+                marker(MarkerPhase::Instant, 5, 25, Some("mark")),
+            ],
+            ..DeviceTrace::default()
+        };
+        let by_thread = ranges(&trace);
+        let got: Vec<_> = by_thread[&7]
+            .iter()
+            .map(|r| (r.name, r.start, r.end))
+            .collect();
+        assert_eq!(
+            got,
+            [("outer", 10, 40), ("inner", 20, 30), ("mark", 25, 25)]
+        );
     }
 
     #[test]
