@@ -38,7 +38,6 @@ pub mod proto;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -120,6 +119,8 @@ impl<'a> Interner<'a> {
 
 /// One track's sequence: its id, and what is interned on it.
 struct Sequence<'a> {
+    /// The track's key.
+    key: u64,
     id: u32,
     names: Interner<'a>,
     categories: Interner<'a>,
@@ -137,27 +138,6 @@ impl Sequence<'_> {
     }
 }
 
-/// Hashes a track key (`pid << 32 | tid`, or a counter track's) with one multiply:
-/// the per-event lookup of a track's sequence stays a few nanoseconds.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-
-    fn write_u64(&mut self, key: u64) {
-        self.0 = (key ^ key >> 29).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
 struct Writer<'a, W> {
     out: W,
     /// The packet being written (reused).
@@ -167,8 +147,11 @@ struct Writer<'a, W> {
     /// One debug annotation (reused).
     annotation: Vec<u8>,
     origin: Origin,
-    /// The sequences of the tracks of the line being walked, by track key.
-    sequences: HashMap<u64, Sequence<'a>, BuildHasherDefault<KeyHasher>>,
+    /// The sequences of the thread tracks of the line being walked, by lane: found
+    /// for each event with no hashing.
+    lanes: Vec<Sequence<'a>>,
+    /// The sequences of the counter tracks of the `_counters_` line being walked.
+    counters: Vec<Sequence<'a>>,
     /// The last sequence id handed out.
     last_sequence: u32,
     /// Definitions interned since the last packet went out.
@@ -226,7 +209,8 @@ impl<'a, W: Write> Writer<'a, W> {
             event: Vec::with_capacity(256),
             annotation: Vec::with_capacity(64),
             origin,
-            sequences: HashMap::default(),
+            lanes: Vec::new(),
+            counters: Vec::new(),
             last_sequence: FIRST_SEQUENCE,
             new: InternedData::default(),
         }
@@ -272,25 +256,24 @@ impl<'a, W: Write> Writer<'a, W> {
         })
     }
 
-    /// Declares track `key` on a sequence of its own, which the descriptor opens.
-    fn track(&mut self, key: u64, descriptor: TrackDescriptor) -> io::Result<()> {
+    /// Opens a sequence for track `key` with its descriptor, which clears the
+    /// sequence's state; returns the sequence for the caller to keep.
+    fn track(&mut self, key: u64, descriptor: TrackDescriptor) -> io::Result<Sequence<'a>> {
         self.last_sequence += 1;
         let id = self.last_sequence;
-        self.sequences.insert(
-            key,
-            Sequence {
-                id,
-                names: Interner::default(),
-                categories: Interner::default(),
-                arg_names: Interner::default(),
-                last_ns: 0,
-            },
-        );
         self.emit(&TracePacket {
             trusted_packet_sequence_id: Some(id),
             sequence_flags: Some(proto::SEQ_INCREMENTAL_STATE_CLEARED),
             track_descriptor: Some(descriptor),
             ..TracePacket::default()
+        })?;
+        Ok(Sequence {
+            key,
+            id,
+            names: Interner::default(),
+            categories: Interner::default(),
+            arg_names: Interner::default(),
+            last_ns: 0,
         })
     }
 
@@ -322,17 +305,22 @@ impl<'a, W: Write> Writer<'a, W> {
         put_bytes(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
         self.flush_packet()
     }
+}
 
-    /// Sends the event in `self.event` on track `key`'s sequence, at `at_ps`.
-    fn send_on(&mut self, key: u64, at_ps: i64) -> io::Result<()> {
-        let ts = to_ns(self.origin, at_ps);
-        let sequence = self
-            .sequences
-            .get_mut(&key)
-            .ok_or_else(|| undeclared(key))?;
-        let id = sequence.at(ts);
-        self.send_event(id, ts)
+/// The sequence of track `key` in `sequences`: at `index` (a thread's lane, a counter
+/// track's number) in the usual case, else found by key.
+fn find<'s, 'a>(
+    sequences: &'s mut [Sequence<'a>],
+    index: usize,
+    key: u64,
+) -> io::Result<&'s mut Sequence<'a>> {
+    if sequences.get(index).is_some_and(|s| s.key == key) {
+        return Ok(&mut sequences[index]);
     }
+    sequences
+        .iter_mut()
+        .find(|s| s.key == key)
+        .ok_or_else(|| undeclared(key))
 }
 
 fn to_ns(origin: Origin, ps: i64) -> u64 {
@@ -371,7 +359,8 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
         // The previous plane's lines are done: their sequences get no more packets.
-        self.sequences.clear();
+        self.lanes.clear();
+        self.counters.clear();
         self.emit(&TracePacket {
             trusted_packet_sequence_id: Some(FIRST_SEQUENCE),
             track_descriptor: Some(TrackDescriptor {
@@ -389,9 +378,10 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
         if thread.lane == 0 {
             // The lines walked before are done.
-            self.sequences.clear();
+            self.lanes.clear();
+            self.counters.clear();
         }
-        self.track(
+        let sequence = self.track(
             thread.key,
             TrackDescriptor {
                 uuid: Some(thread.key),
@@ -403,7 +393,9 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 }),
                 ..TrackDescriptor::default()
             },
-        )
+        )?;
+        self.lanes.push(sequence);
+        Ok(())
     }
 
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
@@ -416,13 +408,13 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         self.begin_event(kind, key);
         let ts = to_ns(self.origin, slice.start_ps);
         let Writer {
-            sequences,
+            lanes,
             event,
             annotation,
             new,
             ..
         } = self;
-        let sequence = sequences.get_mut(&key).ok_or_else(|| undeclared(key))?;
+        let sequence = find(lanes, slice.thread.lane as usize, key)?;
         let name = sequence.names.id(slice.name.clone(), &mut new.event_names);
         put_varint(event, EVENT_NAME_IID, name);
         let category = sequence
@@ -451,11 +443,13 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
 
     fn slice_end(&mut self, thread: &Thread<'a>, end_ps: i64) -> io::Result<()> {
         self.begin_event(proto::TYPE_SLICE_END, thread.key);
-        self.send_on(thread.key, end_ps)
+        let ts = to_ns(self.origin, end_ps);
+        let id = find(&mut self.lanes, thread.lane as usize, thread.key)?.at(ts);
+        self.send_event(id, ts)
     }
 
     fn counter_track(&mut self, track: &CounterTrack<'a>) -> io::Result<()> {
-        self.track(
+        let sequence = self.track(
             track.key,
             TrackDescriptor {
                 uuid: Some(track.key),
@@ -464,7 +458,9 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 counter: Some(CounterDescriptor::default()),
                 ..TrackDescriptor::default()
             },
-        )
+        )?;
+        self.counters.push(sequence);
+        Ok(())
     }
 
     fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
@@ -479,6 +475,11 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 put_fixed64(&mut self.event, EVENT_DOUBLE_COUNTER_VALUE, v.to_bits());
             }
         }
-        self.send_on(track.key, at_ps)
+        let ts = to_ns(self.origin, at_ps);
+        // A counter track's key ends with its number on the plane, which is its place
+        // here while the plane has one `_counters_` line (as XProf's have).
+        let index = (track.key & 0xffff_ffff) as usize;
+        let id = find(&mut self.counters, index, track.key)?.at(ts);
+        self.send_event(id, ts)
     }
 }
