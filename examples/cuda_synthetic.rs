@@ -1,13 +1,16 @@
 //! A GPU profile without a GPU: a real prof session on the host (steps of `forward`
 //! holding `block` > `attn` and `block` > `mlp`, then `backward`), plus synthetic
 //! CUPTI records (a kernel and a copy launched inside each `attn` and `mlp`, with the
-//! driver calls around them that launch nothing, as frameworks make them) put
+//! driver calls around them that launch nothing, as frameworks make them; with
+//! `--nvtx`, the NVTX ranges cuBLAS would push around each launch) put
 //! through the same conversion the live tracer uses, written as a TensorBoard/XProf
-//! logdir. CI has xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and
-//! trace viewer read it.
+//! logdir (and, with `--format`, as a Perfetto trace or Chrome JSON beside it). CI has
+//! xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and trace viewer read
+//! it, and the Perfetto and Chrome checkers read the other formats.
 //!
 //! ```text
 //! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N] [--all-api-calls]
+//!     [--nvtx] [--format perfetto,chrome]
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -25,10 +28,20 @@ struct Extra {
     /// option does
     #[arg(long)]
     all_api_calls: bool,
+    /// Add NVTX ranges around each launch, as cuBLAS pushes them and the
+    /// gpu_enable_nvtx_tracking option records them
+    #[arg(long)]
+    nvtx: bool,
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let (args, Extra { all_api_calls }) = common::parse::<Extra>(
+    let (
+        args,
+        Extra {
+            all_api_calls,
+            nvtx,
+        },
+    ) = common::parse::<Extra>(
         "cuda_synthetic",
         "A GPU profile without a GPU: a host session plus synthetic CUPTI records.",
         12,
@@ -72,6 +85,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         .collect();
     let mut trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
     trace.all_api_calls = all_api_calls;
+    if nvtx {
+        trace
+            .activities
+            .extend(profiler_cuda::synthetic::nvtx(&launches));
+    }
     let calls = profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
     println!(
         "CUDA API calls: {} on the host lines, {} left out {:?}",
@@ -79,9 +97,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         calls.left_out_total(),
         calls.left_out
     );
-    let profile =
-        prof::export::logdir::write_logdir_formats(&args.logdir, prof::Profile::new(space), &[])?;
-    println!("wrote {}", profile.files()[0].display());
+    let profile = prof::export::logdir::write_logdir_formats(
+        &args.logdir,
+        prof::Profile::new(space),
+        &args.formats,
+    )?;
+    for file in profile.files() {
+        println!("wrote {}", file.display());
+    }
     Ok(())
 }
 

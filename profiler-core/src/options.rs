@@ -360,7 +360,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
     ConfigKey {
         name: "gpu_enable_nvtx_tracking",
         kind: ConfigKind::Bool,
-        doc: "NVTX ranges: accepted for JAX's option set, not recorded yet (the profile says so)",
+        doc: "record NVTX ranges and marks (CUPTI's marker records) on a host line per thread, `NVTX (thread <tid>)`, with their domain, and give device work the innermost range open at its launch as `nvtx_range`, as TSL does; NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names libcupti (the profile warns otherwise); default false",
         device: true,
     },
 ];

@@ -62,6 +62,9 @@ pub const DOMAIN_LINES_ID: u32 = 0x7d00_0000;
 /// Id base of the host lines a device tracer puts the API calls of each launching
 /// thread on: this plus the thread id's low 24 bits, below the domain lines.
 pub const DEVICE_API_LINES_ID: u32 = 0x7c00_0000;
+/// Id base of the host lines a device tracer puts each thread's NVTX ranges on: this
+/// plus the thread id's low 24 bits, below the API call lines.
+pub const DEVICE_MARKER_LINES_ID: u32 = 0x7b00_0000;
 /// Stat of a profiling object's event: `task`, `frame`, `event` or `marker`.
 pub const OBJECT: &str = "object";
 /// Stat of a marker: `global`, `process` or `thread`.

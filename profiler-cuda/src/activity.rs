@@ -126,6 +126,23 @@ pub enum Activity {
         /// Device, context, stream and correlation.
         at: Placement,
     },
+    /// One end of an NVTX range, or an NVTX mark (CUPTI's `MARKER` records, made with
+    /// `gpu_enable_nvtx_tracking`): a range's start and end records share its `id`.
+    Marker {
+        /// Start, end or mark.
+        phase: MarkerPhase,
+        /// CUPTI's id of the range (or mark).
+        id: u32,
+        /// When, ns.
+        timestamp: u64,
+        /// OS thread id of the thread that made the NVTX call, as in API records (0
+        /// when the record names only a process).
+        thread_id: u32,
+        /// The range's or mark's message (`None` on an end record).
+        name: Option<String>,
+        /// Its NVTX domain (`None` for the default domain, and on an end record).
+        domain: Option<String>,
+    },
     /// The host annotation open when the API call `correlation_id` was made: the
     /// `profiler_core::tracer::ScopeId` packed into `external_id`.
     ExternalCorrelation {
@@ -134,6 +151,17 @@ pub enum Activity {
         /// The pushed external id.
         external_id: u64,
     },
+}
+
+/// Which point of an NVTX range (or mark) a [`Activity::Marker`] record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerPhase {
+    /// A mark: an instant (`nvtxMark*`).
+    Instant,
+    /// A range opens (`nvtxRangePush*`, `nvtxRangeStart*`).
+    Start,
+    /// A range closes (`nvtxRangePop`, `nvtxRangeEnd`).
+    End,
 }
 
 /// What XProf shows of a GPU on its plane (TSL's device capability stats).
@@ -170,7 +198,8 @@ pub struct DeviceTrace {
     /// Device records (kernels, copies, memsets, memory records) left out because
     /// `gpu_max_activity_api_events` was reached.
     pub dropped_activity: u64,
-    /// API records left out because `gpu_max_callback_api_events` was reached.
+    /// API and NVTX records left out because `gpu_max_callback_api_events` was
+    /// reached.
     pub dropped_api: u64,
     /// Records CUPTI itself dropped (its buffers were full).
     pub dropped_by_cupti: u64,

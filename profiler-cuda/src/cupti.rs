@@ -68,6 +68,7 @@ pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
         devices: Vec::new(),
         running: false,
         memory_warning: None,
+        nvtx_warning: None,
         api_selection_failed: None,
     }))
 }
@@ -102,9 +103,10 @@ pub struct CuptiTracer {
     max_activity: u64,
     max_api: u64,
     max_annotation_strings: u64,
-    /// `gpu_enable_nvtx_tracking` was set: NVTX is not traced yet, and the profile
-    /// says so rather than looking complete.
+    /// `gpu_enable_nvtx_tracking`: record NVTX ranges (CUPTI's marker records).
     nvtx_asked: bool,
+    /// Why NVTX ranges may be missing, reported at collection.
+    nvtx_warning: Option<String>,
     /// `gpu_trace_all_api_calls`: record every CUDA API call, not only those that
     /// matter (`convert::api_recorded_by_default`).
     all_api_calls: bool,
@@ -128,6 +130,15 @@ const RECORD_KINDS: [cupti::CUpti_ActivityKind; 6] = [
 /// Enabled apart from [`RECORD_KINDS`]: failing to enable it does not fail the tracer.
 const MEMORY_KIND: cupti::CUpti_ActivityKind =
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMORY2;
+
+/// NVTX ranges and marks, with `gpu_enable_nvtx_tracking`; failing to enable it does
+/// not fail the tracer either.
+const MARKER_KIND: cupti::CUpti_ActivityKind =
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MARKER;
+
+/// The variable NVTX reads, once per library at its first NVTX call, for the tool
+/// its calls go to: without it naming libcupti, CUPTI sees no range.
+const NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
 
 impl Tracer for CuptiTracer {
     fn start(&mut self) -> Result<(), String> {
@@ -182,6 +193,12 @@ impl Tracer for CuptiTracer {
                     "prof: no device_bytes_in_use counter: cuptiActivityEnable({MEMORY_KIND:?}) failed ({e:?}); the rest of the GPU trace goes on"
                 )
             });
+        if self.nvtx_asked {
+            self.nvtx_warning = enable_nvtx();
+            if let Some(why) = &self.nvtx_warning {
+                tracing::warn!(target: profiler_core::log::TARGET, "{why}");
+            }
+        }
         tracer::set_scope_hook(Some(&HOOK));
         self.running = true;
         Ok(())
@@ -211,13 +228,7 @@ impl Tracer for CuptiTracer {
         got.trace.all_api_calls = self.all_api_calls;
         got.trace.api_selection_failed = self.api_selection_failed.take();
         space.warnings.extend(self.memory_warning.take());
-        if self.nvtx_asked {
-            space.warnings.push(
-                "prof: gpu_enable_nvtx_tracking: NVTX ranges are not recorded yet; \
-                 kernels carry prof's annotations only"
-                    .into(),
-            );
-        }
+        space.warnings.extend(self.nvtx_warning.take());
         crate::convert::add_to_space(&got.trace, space, &|ns| session.to_session_ns(ns));
     }
 }
@@ -230,6 +241,46 @@ impl CuptiTracer {
         }
         // SAFETY: as above.
         let _ = unsafe { cupti::cuptiActivityDisable(MEMORY_KIND) };
+        // SAFETY: as above.
+        let _ = unsafe { cupti::cuptiActivityDisable(MARKER_KIND) };
+    }
+}
+
+/// Turns on CUPTI's marker records for `gpu_enable_nvtx_tracking`; returns why NVTX
+/// ranges will be missing, if they will: the kind could not be enabled, or NVTX's
+/// calls do not reach CUPTI ([`NVTX_INJECTION`] unset). The rest of the trace goes on
+/// either way.
+fn enable_nvtx() -> Option<String> {
+    // SAFETY: plain call into a loaded library.
+    if let Err(e) = unsafe { cupti::cuptiActivityEnable(MARKER_KIND) }.result() {
+        return Some(format!(
+            "prof: gpu_enable_nvtx_tracking: no NVTX ranges: cuptiActivityEnable({MARKER_KIND:?}) failed ({e:?}); the rest of the GPU trace goes on"
+        ));
+    }
+    nvtx_injection_warning(std::env::var_os(NVTX_INJECTION).as_deref())
+}
+
+/// The warning when `injection` (the value of [`NVTX_INJECTION`]) does not route NVTX
+/// calls to libcupti: unset, NVTX calls go nowhere; naming another library (Nsight
+/// Systems' injection), they go to that tool. Either way no range reaches prof.
+fn nvtx_injection_warning(injection: Option<&std::ffi::OsStr>) -> Option<String> {
+    let hint = "set it to the path of the libcupti this process loads (e.g. <cuda>/extras/CUPTI/lib64/libcupti.so) before the process starts";
+    match injection.filter(|p| !p.is_empty()) {
+        None => Some(format!(
+            "prof: gpu_enable_nvtx_tracking: {NVTX_INJECTION} is not set, so NVTX calls do not reach CUPTI and no NVTX range is recorded; {hint}"
+        )),
+        Some(path) => {
+            let file = std::path::Path::new(path)
+                .file_name()
+                .unwrap_or(path)
+                .to_string_lossy();
+            (!file.contains("cupti")).then(|| {
+                format!(
+                    "prof: gpu_enable_nvtx_tracking: {NVTX_INJECTION} names {}, not libcupti, so NVTX calls go to that tool and no NVTX range is recorded here; {hint}",
+                    path.to_string_lossy()
+                )
+            })
+        }
     }
 }
 
@@ -463,7 +514,10 @@ impl Collected {
                     c.trace.activities.push(activity);
                     continue;
                 }
-                Activity::Api { .. } => (&mut c.kept_api, c.max_api, &mut c.trace.dropped_api),
+                // NVTX records are host-side records too.
+                Activity::Api { .. } | Activity::Marker { .. } => {
+                    (&mut c.kept_api, c.max_api, &mut c.trace.dropped_api)
+                }
                 _ => (
                     &mut c.kept_activity,
                     c.max_activity,
@@ -492,6 +546,17 @@ impl layout::Names for LiveNames {
         unsafe { CStr::from_ptr(name_ptr as usize as *const std::ffi::c_char) }
             .to_string_lossy()
             .into_owned()
+    }
+
+    fn string(&self, ptr: u64) -> Option<String> {
+        if ptr == 0 {
+            return None;
+        }
+        // SAFETY: a marker's name and domain point to NUL-terminated strings CUPTI
+        // keeps at least until the buffer holding the record is handed back to it; they
+        // are read while that buffer is processed, as CUPTI's own samples read them.
+        let s = unsafe { CStr::from_ptr(ptr as usize as *const std::ffi::c_char) };
+        Some(s.to_string_lossy().into_owned())
     }
 
     fn api(&self, domain_kind: u32, cbid: u32) -> String {
@@ -630,6 +695,47 @@ mod tests {
         c.keep(buffer(), 0);
         assert_eq!(c.trace.activities.len(), 8);
         assert!(c.trace.api_left_out.is_empty());
+    }
+
+    #[test]
+    fn nvtx_needs_its_calls_routed_to_libcupti() {
+        use std::ffi::OsStr;
+        let unset = nvtx_injection_warning(None).expect("warning");
+        assert!(
+            unset.contains("NVTX_INJECTION64_PATH is not set"),
+            "{unset}"
+        );
+        assert!(nvtx_injection_warning(Some(OsStr::new(""))).is_some());
+        let other = nvtx_injection_warning(Some(OsStr::new(
+            "/opt/nsight-systems/target-linux-x64/libToolsInjection64.so",
+        )))
+        .expect("warning");
+        assert!(
+            other.contains("libToolsInjection64.so, not libcupti"),
+            "{other}"
+        );
+        assert_eq!(
+            nvtx_injection_warning(Some(OsStr::new(
+                "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"
+            ))),
+            None
+        );
+    }
+
+    #[test]
+    fn nvtx_records_count_against_the_api_cap() {
+        let marker = |id| Activity::Marker {
+            phase: crate::activity::MarkerPhase::Start,
+            id,
+            timestamp: 1,
+            thread_id: 7,
+            name: Some("range".into()),
+            domain: None,
+        };
+        let mut c = collected(2, false);
+        c.keep(vec![api(1), marker(1), marker(2)], 0);
+        assert_eq!(c.trace.activities.len(), 2);
+        assert_eq!(c.trace.dropped_api, 1);
     }
 
     fn correlation(a: &Activity) -> u32 {

@@ -9,7 +9,7 @@
 //! version runs with another's libcupti. The offsets are checked against cudarc's
 //! generated structs in the tests.
 
-use crate::activity::{Activity, KernelDetails, Placement};
+use crate::activity::{Activity, KernelDetails, MarkerPhase, Placement};
 
 /// `CUpti_ActivityKind` values prof reads.
 pub mod kind {
@@ -25,6 +25,8 @@ pub mod kind {
     pub const RUNTIME: u32 = 5;
     /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`.
     pub const CONCURRENT_KERNEL: u32 = 10;
+    /// `CUPTI_ACTIVITY_KIND_MARKER` (NVTX ranges and marks).
+    pub const MARKER: u32 = 12;
     /// `CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`.
     pub const EXTERNAL_CORRELATION: u32 = 39;
     /// `CUPTI_ACTIVITY_KIND_MEMORY2` (device memory allocations and releases).
@@ -38,6 +40,19 @@ pub mod memory_operation {
     /// `CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE`.
     pub const RELEASE: u32 = 2;
 }
+
+/// `CUpti_ActivityFlag` bits of marker records.
+pub mod marker_flag {
+    /// `CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS`: a mark.
+    pub const INSTANTANEOUS: u32 = 1;
+    /// `CUPTI_ACTIVITY_FLAG_MARKER_START`: a range opens.
+    pub const START: u32 = 2;
+    /// `CUPTI_ACTIVITY_FLAG_MARKER_END`: a range closes.
+    pub const END: u32 = 4;
+}
+
+/// `CUPTI_ACTIVITY_OBJECT_THREAD`: the marker's object is a thread.
+pub const OBJECT_THREAD: u32 = 2;
 
 /// Offsets of the shared prefix of `CUpti_ActivityKernel4` … `Kernel13`.
 pub(crate) mod kernel {
@@ -108,6 +123,19 @@ pub(crate) mod api {
     pub(crate) const PREFIX: usize = 40;
 }
 
+/// Offsets of `CUpti_ActivityMarker2` (CUPTI's marker record since CUDA 8).
+pub(crate) mod marker {
+    pub(crate) const FLAGS: usize = 4;
+    pub(crate) const TIMESTAMP: usize = 8;
+    pub(crate) const ID: usize = 16;
+    pub(crate) const OBJECT_KIND: usize = 20;
+    /// `objectId.pt.threadId` (`pt.processId` is at 24).
+    pub(crate) const THREAD: usize = 28;
+    pub(crate) const NAME: usize = 40;
+    pub(crate) const DOMAIN: usize = 48;
+    pub(crate) const PREFIX: usize = 56;
+}
+
 /// Offsets of `CUpti_ActivityExternalCorrelation` (unversioned).
 pub(crate) mod external {
     pub(crate) const EXTERNAL_ID: usize = 8;
@@ -125,17 +153,21 @@ pub fn prefix_len(kind: u32) -> Option<usize> {
         kind::DRIVER | kind::RUNTIME => api::PREFIX,
         kind::EXTERNAL_CORRELATION => external::PREFIX,
         kind::MEMORY2 => memory::PREFIX,
+        kind::MARKER => marker::PREFIX,
         _ => return None,
     })
 }
 
-/// Names the record fields that are pointers or ids: a kernel's name pointer, and an
-/// API call's callback id with its domain (`DRIVER` or `RUNTIME`).
+/// Names the record fields that are pointers or ids: a kernel's name pointer, an
+/// API call's callback id with its domain (`DRIVER` or `RUNTIME`), and a marker's
+/// name and domain pointers.
 pub trait Names {
     /// The kernel name behind CUPTI's name pointer.
     fn kernel(&self, name_ptr: u64) -> String;
     /// The function name of API callback `cbid` in `domain_kind`.
     fn api(&self, domain_kind: u32, cbid: u32) -> String;
+    /// The string behind a marker's name or domain pointer; `None` for a null one.
+    fn string(&self, ptr: u64) -> Option<String>;
 }
 
 /// Reads one record. `None` when its kind is not one prof reads or `bytes` is shorter
@@ -202,6 +234,29 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
             thread_id: u32_(api::THREAD),
             correlation_id: u32_(api::CORRELATION),
         },
+        kind::MARKER => {
+            let flags = u32_(marker::FLAGS);
+            let phase = if flags & marker_flag::START != 0 {
+                MarkerPhase::Start
+            } else if flags & marker_flag::END != 0 {
+                MarkerPhase::End
+            } else if flags & marker_flag::INSTANTANEOUS != 0 {
+                MarkerPhase::Instant
+            } else {
+                // Synchronisation markers (nvtxDomainSync*) are not ranges.
+                return None;
+            };
+            let thread = u32_(marker::OBJECT_KIND) == OBJECT_THREAD;
+            let named = phase != MarkerPhase::End;
+            Activity::Marker {
+                phase,
+                id: u32_(marker::ID),
+                timestamp: u64_(marker::TIMESTAMP),
+                thread_id: if thread { u32_(marker::THREAD) } else { 0 },
+                name: named.then(|| names.string(u64_(marker::NAME))).flatten(),
+                domain: named.then(|| names.string(u64_(marker::DOMAIN))).flatten(),
+            }
+        }
         kind::EXTERNAL_CORRELATION => Activity::ExternalCorrelation {
             correlation_id: u32_(external::CORRELATION),
             external_id: u64_(external::EXTERNAL_ID),
@@ -281,6 +336,39 @@ mod tests {
         type E = sys::CUpti_ActivityExternalCorrelation;
         assert_eq!(offset_of!(E, externalId), external::EXTERNAL_ID);
         assert_eq!(offset_of!(E, correlationId), external::CORRELATION);
+
+        type Mk = sys::CUpti_ActivityMarker2;
+        assert_eq!(offset_of!(Mk, flags), marker::FLAGS);
+        assert_eq!(offset_of!(Mk, timestamp), marker::TIMESTAMP);
+        assert_eq!(offset_of!(Mk, id), marker::ID);
+        assert_eq!(offset_of!(Mk, objectKind), marker::OBJECT_KIND);
+        assert_eq!(
+            offset_of!(Mk, objectId)
+                + offset_of!(sys::CUpti_ActivityObjectKindId__bindgen_ty_1, threadId),
+            marker::THREAD
+        );
+        assert_eq!(offset_of!(Mk, name), marker::NAME);
+        assert_eq!(offset_of!(Mk, domain), marker::DOMAIN);
+        assert_eq!(std::mem::size_of::<Mk>(), marker::PREFIX);
+        assert_eq!(std::mem::size_of::<Mk>(), synthetic::MARKER2_LEN);
+        assert_eq!(
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MARKER as u32,
+            kind::MARKER
+        );
+        use sys::CUpti_ActivityFlag as F;
+        assert_eq!(
+            F::CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS as u32,
+            marker_flag::INSTANTANEOUS
+        );
+        assert_eq!(
+            F::CUPTI_ACTIVITY_FLAG_MARKER_START as u32,
+            marker_flag::START
+        );
+        assert_eq!(F::CUPTI_ACTIVITY_FLAG_MARKER_END as u32, marker_flag::END);
+        assert_eq!(
+            sys::CUpti_ActivityObjectKind::CUPTI_ACTIVITY_OBJECT_THREAD as u32,
+            OBJECT_THREAD
+        );
 
         type Mem = sys::CUpti_ActivityMemory3;
         assert_eq!(offset_of!(Mem, memoryOperationType), memory::OPERATION);
@@ -448,6 +536,60 @@ mod tests {
             assert_eq!(read(&r, &names), want, "{len}");
             assert_eq!(read(&r[..memory::PREFIX - 1], &names), None);
         }
+    }
+
+    #[test]
+    fn marker_records_read_as_range_ends_and_marks() {
+        use crate::layout::marker_flag::{END, INSTANTANEOUS, START};
+        let names = Names(vec!["cublasSgemm_v2", "cuBLAS"]);
+        let r = read(&synthetic::marker_record(START, 9, 1_000, 77, 1, 2), &names);
+        assert_eq!(
+            r,
+            Some(Activity::Marker {
+                phase: MarkerPhase::Start,
+                id: 9,
+                timestamp: 1_000,
+                thread_id: 77,
+                name: Some("cublasSgemm_v2".into()),
+                domain: Some("cuBLAS".into()),
+            })
+        );
+        // An end names nothing, whatever its pointers say; a mark of the default domain.
+        let r = read(&synthetic::marker_record(END, 9, 2_000, 77, 1, 2), &names);
+        assert!(matches!(
+            r,
+            Some(Activity::Marker {
+                phase: MarkerPhase::End,
+                id: 9,
+                name: None,
+                domain: None,
+                ..
+            })
+        ));
+        let r = read(
+            &synthetic::marker_record(INSTANTANEOUS, 3, 5, 77, 1, 0),
+            &names,
+        );
+        assert!(
+            matches!(r, Some(Activity::Marker { phase: MarkerPhase::Instant, domain: None, name: Some(ref n), .. }) if n == "cublasSgemm_v2")
+        );
+        // A synchronisation marker is no range; a process object has no thread.
+        let sync_acquire = 8;
+        assert_eq!(
+            read(
+                &synthetic::marker_record(sync_acquire, 1, 5, 77, 1, 0),
+                &names
+            ),
+            None
+        );
+        let mut process = synthetic::marker_record(START, 1, 5, 77, 1, 0);
+        process[marker::OBJECT_KIND] = 1;
+        assert!(matches!(
+            read(&process, &names),
+            Some(Activity::Marker { thread_id: 0, .. })
+        ));
+        let r = synthetic::marker_record(START, 1, 5, 77, 1, 0);
+        assert_eq!(read(&r[..marker::PREFIX - 1], &names), None);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! [`register`] adds the tracer to every later prof session (the `prof` facade does it
 //! under its `cuda` feature). While a session runs with `device_tracer_level >= 1` the
 //! tracer records kernels, copies, memsets, device memory allocations and releases,
-//! and the CUDA API calls that launched them;
+//! the CUDA API calls that launched them, and, with `gpu_enable_nvtx_tracking`, NVTX
+//! ranges;
 //! at collection, [`convert::add_to_space`] puts them on the profile.
 //!
 //! The crate is split in two: [`activity`], [`layout`] and [`convert`] are pure (no

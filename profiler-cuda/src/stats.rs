@@ -15,6 +15,9 @@ pub const TF_OP: &str = "tf_op";
 pub const ANNOTATION: &str = "annotation";
 /// Stat: `step_num` of the step enclosing the launch of device work.
 pub const HOST_STEP_NUM: &str = "host_step_num";
+/// Stat (TSL's): the innermost NVTX range open on the launching thread when the launch
+/// of device work was made (`gpu_enable_nvtx_tracking`).
+pub const NVTX_RANGE: &str = "nvtx_range";
 /// Counter: bytes of device memory in use on a GPU, on its plane's `_counters_` line.
 pub const DEVICE_BYTES_IN_USE: &str = "device_bytes_in_use";
 

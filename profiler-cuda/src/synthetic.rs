@@ -1,7 +1,7 @@
 //! Synthetic CUPTI records, laid out byte for byte as CUPTI writes them, for testing
 //! the conversion (and XProf's reading of it) where there is no GPU.
 
-use crate::layout::{api, external, kernel, kind, memcpy, memory, memset};
+use crate::layout::{api, external, kernel, kind, marker, marker_flag, memcpy, memory, memset};
 
 /// Record sizes of the kernel struct versions CUPTI 12 and 13 deliver
 /// (`CUpti_ActivityKernel9` and `Kernel13`): the reader must take both alike.
@@ -172,6 +172,37 @@ pub fn external_record(correlation: u32, external_id: u64) -> Vec<u8> {
     b
 }
 
+/// Record size of `CUpti_ActivityMarker2`.
+pub const MARKER2_LEN: usize = 56;
+
+/// A `MARKER` record: `flags` is a `layout::marker_flag` (or another
+/// `CUpti_ActivityFlag`), the object the thread `thread` of process 1; `name_ptr` and
+/// `domain_ptr` are resolved by a `layout::Names` (0: null).
+pub fn marker_record(
+    flags: u32,
+    id: u32,
+    timestamp: u64,
+    thread: u32,
+    name_ptr: u64,
+    domain_ptr: u64,
+) -> Vec<u8> {
+    let mut b = vec![0u8; MARKER2_LEN];
+    put(&mut b, 0, &kind::MARKER.to_le_bytes());
+    put(&mut b, marker::FLAGS, &flags.to_le_bytes());
+    put(&mut b, marker::TIMESTAMP, &timestamp.to_le_bytes());
+    put(&mut b, marker::ID, &id.to_le_bytes());
+    put(
+        &mut b,
+        marker::OBJECT_KIND,
+        &crate::layout::OBJECT_THREAD.to_le_bytes(),
+    );
+    put(&mut b, marker::THREAD - 4, &1u32.to_le_bytes());
+    put(&mut b, marker::THREAD, &thread.to_le_bytes());
+    put(&mut b, marker::NAME, &name_ptr.to_le_bytes());
+    put(&mut b, marker::DOMAIN, &domain_ptr.to_le_bytes());
+    b
+}
+
 /// CUPTI callback ids of the API functions synthetic records name: the driver and
 /// runtime ids of `CUpti_driver_api_trace_cbid` / `CUpti_runtime_api_trace_cbid`
 /// (stable across CUDA versions; checked against cudarc's enums in the tests).
@@ -222,8 +253,9 @@ pub mod cbid {
     ];
 }
 
-/// Names for synthetic records: kernel name pointers index `kernels`; API callback
-/// ids are named as CUPTI names the ids in [`cbid`], and otherwise, as a shorthand,
+/// Names for synthetic records: kernel name pointers index `kernels`, and a marker's
+/// name or domain pointer `p` (0 being null) is entry `p - 1`; API callback ids are
+/// named as CUPTI names the ids in [`cbid`], and otherwise, as a shorthand,
 /// `cuLaunchKernel` (driver) / `cudaLaunchKernel` (runtime) for 1 and
 /// `cuMemcpyAsync` / `cudaMemcpyAsync` for any other id.
 #[derive(Debug)]
@@ -253,7 +285,14 @@ impl crate::layout::Names for Names {
         }
         .to_owned()
     }
+    fn string(&self, ptr: u64) -> Option<String> {
+        let index = usize::try_from(ptr.checked_sub(1)?).ok()?;
+        self.0.get(index).map(|s| (*s).to_owned())
+    }
 }
+
+/// The OS thread id synthetic API and NVTX records are made on.
+pub const THREAD: u32 = 4242;
 
 /// One launch for [`trace`]: a kernel and a copy made inside the host annotation
 /// whose span is `window`.
@@ -314,7 +353,7 @@ pub fn trace(line: u32, launches: &[Launch]) -> crate::activity::DeviceTrace {
         } as u64;
         let mut api = |correlation: u32, domain: u32, id: u32, at: u64, len: u64| {
             records.push(external_record(correlation, external));
-            records.push(api_record(domain, id, at, at + len, 4242, correlation));
+            records.push(api_record(domain, id, at, at + len, THREAD, correlation));
         };
         let copy_call = if l.copy_kind == 2 {
             cbid::CU_MEMCPY_DTOH_ASYNC
@@ -387,6 +426,74 @@ pub fn trace(line: u32, launches: &[Launch]) -> crate::activity::DeviceTrace {
         activities,
         ..DeviceTrace::default()
     }
+}
+
+/// NVTX ranges around [`trace`]'s launches, as cuBLAS pushes them (CUPTI's `MARKER`
+/// records, as `gpu_enable_nvtx_tracking` records them): on the launching thread
+/// ([`THREAD`]), for each launch made at `t` (a quarter into its window, its
+/// `cuLaunchKernel` lasting 5 µs), a range `cublasSgemm_v2` of domain `cuBLAS` from
+/// `t - 3 µs` to `t + 7 µs`, holding a range `cublasLtMatmul` of domain `cuBLASLt`
+/// from `t - 2 µs` to `t + 6 µs`, itself holding a mark `algo_select` (default domain)
+/// at `t - 1 µs`. The launch's innermost range is `cublasLtMatmul`.
+pub fn nvtx(launches: &[Launch]) -> Vec<crate::activity::Activity> {
+    // Pointers 1.. into this table.
+    let names = Names(vec![
+        "cublasSgemm_v2",
+        "cuBLAS",
+        "cublasLtMatmul",
+        "cuBLASLt",
+        "algo_select",
+    ]);
+    let mut records = Vec::new();
+    for (i, l) in launches.iter().enumerate() {
+        let (start, end) = l.window;
+        let t = start + (end - start) / 4;
+        let (outer, inner, mark) = (3 * i as u32 + 1, 3 * i as u32 + 2, 3 * i as u32 + 3);
+        records.push(marker_record(
+            marker_flag::START,
+            outer,
+            t.saturating_sub(3_000),
+            THREAD,
+            1,
+            2,
+        ));
+        records.push(marker_record(
+            marker_flag::START,
+            inner,
+            t.saturating_sub(2_000),
+            THREAD,
+            3,
+            4,
+        ));
+        records.push(marker_record(
+            marker_flag::INSTANTANEOUS,
+            mark,
+            t.saturating_sub(1_000),
+            THREAD,
+            5,
+            0,
+        ));
+        records.push(marker_record(
+            marker_flag::END,
+            inner,
+            t + 6_000,
+            THREAD,
+            0,
+            0,
+        ));
+        records.push(marker_record(
+            marker_flag::END,
+            outer,
+            t + 7_000,
+            THREAD,
+            0,
+            0,
+        ));
+    }
+    records
+        .iter()
+        .filter_map(|r| crate::layout::read(r, &names))
+        .collect()
 }
 
 /// [`trace`] of one launch per window, with the kernels named in turn from

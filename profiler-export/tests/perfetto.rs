@@ -18,17 +18,25 @@ fn trace() -> (proto::Trace, profiler_export::timeline::Totals) {
 }
 
 #[test]
-fn sequence_state_is_cleared_first_and_needed_after() {
+fn each_sequence_clears_its_state_first_and_needs_it_after() {
     let (trace, _) = trace();
     let first = &trace.packet[0];
+    assert_eq!(first.trusted_packet_sequence_id, Some(1));
     assert_eq!(
         first.sequence_flags,
         Some(proto::SEQ_INCREMENTAL_STATE_CLEARED)
     );
     assert!(first.clock_snapshot.is_some());
+    let mut seen = HashSet::new();
     for (i, p) in trace.packet.iter().enumerate() {
-        assert_eq!(p.trusted_packet_sequence_id, Some(1), "packet {i}");
-        if p.track_event.is_some() {
+        let seq = p.trusted_packet_sequence_id.expect("sequence id");
+        if seen.insert(seq) {
+            assert_eq!(
+                p.sequence_flags,
+                Some(proto::SEQ_INCREMENTAL_STATE_CLEARED),
+                "packet {i}: first of sequence {seq}"
+            );
+        } else if p.track_event.is_some() {
             assert_eq!(
                 p.sequence_flags,
                 Some(proto::SEQ_NEEDS_INCREMENTAL_STATE),
@@ -38,16 +46,53 @@ fn sequence_state_is_cleared_first_and_needed_after() {
     }
 }
 
+/// What the Perfetto SDK writes, and checkers of the format want: every sequence in
+/// time order. The fixture's later lines (the worker thread, the GPU stream) start
+/// before the main thread's last events, which one shared sequence put before them.
 #[test]
-fn tracks_and_interned_ids_are_defined_before_use() {
+fn every_sequence_goes_forward_in_time_and_a_track_keeps_its_sequence() {
+    let (trace, _) = trace();
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    let mut track_sequence: HashMap<u64, u32> = HashMap::new();
+    for (i, p) in trace.packet.iter().enumerate() {
+        let seq = p.trusted_packet_sequence_id.expect("sequence id");
+        if let Some(d) = &p.track_descriptor {
+            if d.thread.is_some() || d.counter.is_some() {
+                let uuid = d.uuid.expect("uuid");
+                assert_eq!(track_sequence.insert(uuid, seq), None, "packet {i}");
+            }
+        }
+        let Some(ts) = p.timestamp else { continue };
+        let previous = last.insert(seq, ts).unwrap_or(0);
+        assert!(
+            ts >= previous,
+            "packet {i}: sequence {seq} goes back from {previous} to {ts}"
+        );
+        if let Some(e) = &p.track_event {
+            let track = e.track_uuid.expect("track");
+            assert_eq!(track_sequence.get(&track), Some(&seq), "packet {i}");
+        }
+    }
+    // The host's threads and lanes, its counter track and the GPU stream: each its own.
+    assert_eq!(track_sequence.len(), 6, "{track_sequence:?}");
+    let distinct: HashSet<_> = track_sequence.values().collect();
+    assert_eq!(distinct.len(), track_sequence.len());
+}
+
+#[test]
+fn tracks_and_interned_ids_are_defined_on_their_sequence_before_use() {
     let (trace, _) = trace();
     let mut tracks = HashSet::new();
-    let (mut names, mut cats, mut args) = (HashSet::new(), HashSet::new(), HashSet::new());
+    // Per sequence: names, categories, argument names.
+    type Tables = [HashSet<u64>; 3];
+    let mut interned: HashMap<u32, Tables> = HashMap::new();
     for (i, p) in trace.packet.iter().enumerate() {
+        let seq = p.trusted_packet_sequence_id.expect("sequence id");
+        let tables = interned.entry(seq).or_default();
         if let Some(d) = &p.interned_data {
-            names.extend(d.event_names.iter().map(|n| n.iid.expect("iid")));
-            cats.extend(d.event_categories.iter().map(|n| n.iid.expect("iid")));
-            args.extend(d.debug_annotation_names.iter().map(|n| n.iid.expect("iid")));
+            tables[0].extend(d.event_names.iter().map(|n| n.iid.expect("iid")));
+            tables[1].extend(d.event_categories.iter().map(|n| n.iid.expect("iid")));
+            tables[2].extend(d.debug_annotation_names.iter().map(|n| n.iid.expect("iid")));
         }
         if let Some(t) = &p.track_descriptor {
             if let Some(parent) = t.parent_uuid {
@@ -67,16 +112,19 @@ fn tracks_and_interned_ids_are_defined_before_use() {
                 "packet {i}: track undeclared"
             );
             if let Some(n) = e.name_iid {
-                assert!(names.contains(&n), "packet {i}: name iid {n} undefined");
+                assert!(
+                    tables[0].contains(&n),
+                    "packet {i}: name iid {n} undefined on sequence {seq}"
+                );
             }
             assert!(
-                e.category_iids.iter().all(|c| cats.contains(c)),
+                e.category_iids.iter().all(|c| tables[1].contains(c)),
                 "packet {i}"
             );
             assert!(
                 e.debug_annotations
                     .iter()
-                    .all(|a| args.contains(&a.name_iid.expect("name"))),
+                    .all(|a| tables[2].contains(&a.name_iid.expect("name"))),
                 "packet {i}"
             );
         }

@@ -14,7 +14,11 @@ dropping data:
   * sequences: every packet sets trusted_packet_sequence_id; the first packet
     of a sequence sets SEQ_INCREMENTAL_STATE_CLEARED; a packet that uses
     interned ids sets SEQ_NEEDS_INCREMENTAL_STATE (or clears the state itself);
-    every iid it uses was defined on that sequence since the last clear.
+    every iid it uses was defined on that sequence since the last clear; the
+    timestamps of a sequence never go back (per clock), as a Perfetto producer
+    writes each sequence. The trace processor sorts packets by time and would
+    load them anyway, but a sequence going back is not what its producers
+    write, and lints of the format flag it.
   * clocks: timestamps are Unix-epoch nanoseconds (> 1e18); a packet that names
     a timestamp_clock_id other than the trace clock can only be converted if
     an earlier ClockSnapshot holds both clocks (trace processor drops it
@@ -253,6 +257,8 @@ class SequenceState:
         }
         self.defaults_track_uuid: int | None = None
         self.defaults_clock_id: int | None = None
+        # clock id -> (timestamp, packet) of the sequence's latest packet on it
+        self.last_ts: dict[int, tuple[int, int]] = {}
 
     def clear(self) -> None:
         for t in self.tables.values():
@@ -438,6 +444,16 @@ def check_trace(trace, pb, fail: Failures) -> dict:
                 packet.timestamp_clock_id if packet.HasField("timestamp_clock_id")
                 else seq.defaults_clock_id or 0
             )
+            previous = seq.last_ts.get(clock)
+            if previous is not None and packet.timestamp < previous[0]:
+                fail.add(
+                    f"{where}: timestamp {packet.timestamp} on sequence {seq_id} is earlier "
+                    f"than packet {previous[1]} of that sequence ({previous[0]}); a sequence "
+                    "goes forward in time (write each track's packets in order, on a "
+                    "sequence of its own or merged by time)"
+                )
+            else:
+                seq.last_ts[clock] = (packet.timestamp, i)
             # Clock 0 means "already in trace time": trace processor converts nothing.
             if clock and clock != trace_clock and not {clock, trace_clock} <= snapshot_clocks:
                 fail.add(

@@ -82,8 +82,8 @@ def perfetto_packets(pb):
         c.clock_id, c.timestamp = clock, T0
     cs.primary_trace_clock = pb.BUILTIN_CLOCK_REALTIME
 
-    def track(flags=0, **kw):
-        td = packet(flags=flags).track_descriptor
+    def track(seq=2, flags=0, **kw):
+        td = packet(seq=seq, flags=flags).track_descriptor
         td.uuid = kw["uuid"]
         if "parent" in kw:
             td.parent_uuid = kw["parent"]
@@ -95,14 +95,16 @@ def perfetto_packets(pb):
             td.name = kw["counter"]
             td.counter.SetInParent()
 
+    # One sequence per writer, each in time order: the host (2), the GPU (3), the
+    # counter (4).
     track(flags=CLEARED, uuid=100, process=(1, "/host:CPU"))
     track(uuid=101, thread=(1, 11, "main"))
-    track(uuid=200, process=(2, "/device:GPU:0"))
-    track(uuid=201, thread=(2, 21, "stream 7"))
-    track(uuid=202, parent=200, counter="memory")
+    track(seq=3, flags=CLEARED, uuid=200, process=(2, "/device:GPU:0"))
+    track(seq=3, uuid=201, thread=(2, 21, "stream 7"))
+    track(seq=4, flags=CLEARED, uuid=202, parent=200, counter="memory")
 
-    def event(ts, kind, uuid, iid=None, name=None, interned=None, **kw):
-        p = packet(flags=NEEDS, ts=T0 + ts)
+    def event(ts, kind, uuid, iid=None, name=None, interned=None, seq=2, **kw):
+        p = packet(seq=seq, flags=NEEDS, ts=T0 + ts)
         for table, entries in (interned or {}).items():
             for i, n in entries:
                 e = getattr(p.interned_data, table).add()
@@ -135,10 +137,10 @@ def perfetto_packets(pb):
     event(3000, TE.TYPE_SLICE_END, 101)
     event(9000, TE.TYPE_SLICE_END, 101)
     event(4000, TE.TYPE_SLICE_BEGIN, 201, iid=3, terminating_flow_ids=[7],
-          interned={"event_names": [(3, "kernel")]})
-    event(7000, TE.TYPE_SLICE_END, 201)
-    event(1000, TE.TYPE_COUNTER, 202, counter_value=100)
-    event(5000, TE.TYPE_COUNTER, 202, double_counter_value=250.5)
+          interned={"event_names": [(3, "kernel")]}, seq=3)
+    event(7000, TE.TYPE_SLICE_END, 201, seq=3)
+    event(1000, TE.TYPE_COUNTER, 202, counter_value=100, seq=4)
+    event(5000, TE.TYPE_COUNTER, 202, double_counter_value=250.5, seq=4)
     return packets
 
 
@@ -213,18 +215,26 @@ def test_perfetto(tmp):
 
     def undefined_iid(ps):
         ps[11].ClearField("interned_data")
-    variant("undefined iid", undefined_iid, "event_names iid 3 is not defined on sequence 2")
+    variant("undefined iid", undefined_iid, "event_names iid 3 is not defined on sequence 3")
 
     def iid_after_clear(ps):
-        # Packet 11 clears the sequence state; a later use of iid 1 (defined before
-        # the clear) must then fail.
-        ps[11].sequence_flags |= pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+        # Packet 10 clears the host sequence's state; a later use of iid 1 (defined
+        # before the clear) must then fail.
+        ps[10].sequence_flags |= pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
         late = copy.deepcopy(ps[6])
         late.ClearField("interned_data")
-        late.timestamp = T0 + 5000
-        late.track_event.type, late.track_event.track_uuid = TE.TYPE_INSTANT, 201
-        ps.insert(12, late)
+        late.timestamp = T0 + 9500
+        late.track_event.type = TE.TYPE_INSTANT
+        ps.insert(11, late)
     variant("iid from before a clear", iid_after_clear, "event_names iid 1 is not defined")
+
+    def sequence_going_back(ps):
+        # The GPU's events on the host's sequence, after its END at 9000 (each track
+        # stays in order: only the shared sequence goes back).
+        for p in ps[11:13]:
+            p.trusted_packet_sequence_id = 2
+    variant("timestamps going back on a sequence", sequence_going_back,
+            "on sequence 2 is earlier than packet 10 of that sequence")
 
     def no_needs_flag(ps):
         ps[7].ClearField("sequence_flags")

@@ -11,7 +11,7 @@ use profiler_core::xspace::{
 use crate::activity::{Activity, DeviceTrace, Placement};
 use crate::occupancy::{theoretical_occupancy, SmLimits};
 use crate::stats::{
-    self, device, ANNOTATION, CORRELATION_ID, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, TF_OP,
+    self, device, ANNOTATION, CORRELATION_ID, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP,
 };
 
 use super::host::LaunchedIn;
@@ -20,12 +20,14 @@ use super::host::LaunchedIn;
 pub const GPU_PLANE_BASE_ID: i64 = 1;
 
 /// Adds a plane per GPU of `trace` to `space`; `launched_in` gives, per correlation
-/// id, the annotations and step each launch ran under.
+/// id, the annotations and step each launch ran under, and `nvtx_ranges` its innermost
+/// NVTX range.
 pub(super) fn add_planes(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched_in: &HashMap<u32, LaunchedIn>,
+    nvtx_ranges: &HashMap<u32, String>,
 ) {
     let mut planes: BTreeMap<u32, DevicePlane> = BTreeMap::new();
     for device in &trace.devices {
@@ -101,11 +103,11 @@ pub(super) fn add_planes(
             .or_insert_with(|| DevicePlane::new(at.device_id))
             .add(
                 &name,
-                start,
-                end,
+                (start, end),
                 at,
                 details,
                 launched_in.get(&at.correlation_id),
+                nvtx_ranges.get(&at.correlation_id),
             );
     }
     add_memory_in_use(trace, &mut planes, to_session_ns);
@@ -248,11 +250,11 @@ impl DevicePlane {
     fn add(
         &mut self,
         name: &str,
-        start: u64,
-        end: u64,
+        (start, end): (u64, u64),
         at: &Placement,
         details: Details,
         launched_in: Option<&LaunchedIn>,
+        nvtx_range: Option<&String>,
     ) {
         let p = &mut self.plane;
         let mut stats = Stats::from([
@@ -284,6 +286,9 @@ impl DevicePlane {
             if let Some(step) = launched.step {
                 stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(step)));
             }
+        }
+        if let Some(range) = nvtx_range {
+            stats.push(p.stat(NVTX_RANGE, XStatValue::Str(range.clone())));
         }
         let event = XEvent {
             metadata_id: p.event_metadata_id(name),

@@ -18,14 +18,21 @@
 //!   the GPU plane's derived lines), the innermost one as its `annotation` stat, and
 //!   the enclosing step's number as `host_step_num`;
 //! - per device, the bytes of device memory in use, from CUPTI's memory records, as
-//!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line.
+//!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line;
+//! - with `gpu_enable_nvtx_tracking`, NVTX ranges and marks (CUPTI's marker records:
+//!   a start and an end paired by id) as host events on a line per thread,
+//!   `NVTX (thread <tid>)`, named by their message with their NVTX domain as the
+//!   `domain` stat; and, as TSL's tracer does, the innermost range open on the
+//!   launching thread when a launch was made as the [`NVTX_RANGE`] stat of its device
+//!   work. Ranges with one end outside the session are left out.
 
 //!
-//! `host` does the host side, `device` the planes; the stat names are in
-//! [`crate::stats`].
+//! `host` does the host side, `nvtx` the NVTX ranges, `device` the planes; the stat
+//! names are in [`crate::stats`].
 
 mod device;
 mod host;
+mod nvtx;
 
 use std::collections::BTreeMap;
 
@@ -33,7 +40,7 @@ use profiler_core::xspace::XSpace;
 
 use crate::activity::DeviceTrace;
 
-pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, TF_OP};
+pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP};
 pub use device::GPU_PLANE_BASE_ID;
 pub use host::api_recorded_by_default;
 
@@ -64,7 +71,15 @@ pub fn add_to_space(
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
 ) -> ApiCalls {
     let launches = host::add_api_calls(trace, space, to_session_ns);
-    device::add_planes(trace, space, to_session_ns, &launches.launched_in);
+    // After the API calls: the annotation stacks of launches are the host's own.
+    let nvtx_ranges = nvtx::add_ranges(trace, space, to_session_ns);
+    device::add_planes(
+        trace,
+        space,
+        to_session_ns,
+        &launches.launched_in,
+        &nvtx_ranges,
+    );
     let (unannotated, annotation_limit) = (launches.unannotated, launches.annotation_limit);
     let mut calls = ApiCalls {
         kept: launches.api_kept,
@@ -88,7 +103,7 @@ pub fn add_to_space(
     }
     if trace.dropped_api > 0 {
         lost.push(format!(
-            "{} CUDA API records over gpu_max_callback_api_events",
+            "{} CUDA API and NVTX records over gpu_max_callback_api_events",
             trace.dropped_api
         ));
     }

@@ -4,11 +4,22 @@
 //! Each plane becomes a process track, each line a thread track, each event a slice
 //! (`TYPE_SLICE_BEGIN`/`TYPE_SLICE_END`) or an instant with its stats as debug
 //! annotations, each counter series a counter track, and each link with both ends a
-//! flow. All packets share one sequence: the first clears its incremental state, every
-//! later one declares that it needs it, and event names, categories and argument names
-//! are interned on it the first time they are used. Timestamps are absolute: a clock
-//! snapshot equates the trace clock with wall-clock time, so packets carry Unix-epoch
-//! nanoseconds.
+//! flow. Timestamps are absolute: a clock snapshot equates the trace clock with
+//! wall-clock time, so packets carry Unix-epoch nanoseconds.
+//!
+//! **Sequences.** Packets go out as the Perfetto SDK writes them, one sequence per
+//! writer whose packets are in time order: the first sequence holds the clock
+//! snapshot and the process tracks, and every thread track (each lane of a line) and
+//! every counter track has a sequence of its own, opened by its track descriptor
+//! (which clears the sequence's incremental state) and followed by its events in
+//! non-decreasing timestamp order. Event names, categories and argument names are
+//! interned per sequence the first time it uses them. The trace processor sorts
+//! packets by time whatever their order and resolves interned ids in file order, so
+//! one sequence holding every track, whose timestamps go back at each new line (a GPU
+//! plane after the host's), also loads; but it is not what a Perfetto producer
+//! writes, and checkers of the format flag it. The walk visits one line at a time,
+//! so each sequence comes out in order without buffering or merging: the state of a
+//! line's sequences (their interned names) is dropped when the next line starts.
 //!
 //! Packets are encoded one at a time into reused buffers and streamed to the output:
 //! memory does not grow with the number of events. Track events, two packets per
@@ -47,8 +58,9 @@ use proto::{
 /// File extension of Perfetto traces.
 pub const EXTENSION: &str = "pftrace";
 
-/// The one sequence prof writes.
-const SEQUENCE: u32 = 1;
+/// The sequence of the clock snapshot and the process tracks; tracks' sequences
+/// follow it.
+const FIRST_SEQUENCE: u32 = 1;
 
 /// Writes `space` as a Perfetto trace to `out`, packet by packet (buffered here).
 ///
@@ -81,7 +93,7 @@ pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Tot
         .map_err(|e| Error::io("cannot write the Perfetto trace", path, e))
 }
 
-/// Interned strings of one kind on the sequence.
+/// Interned strings of one kind on a sequence.
 #[derive(Default)]
 struct Interner<'a> {
     /// Names borrowed from the space, or made up for unnamed events.
@@ -105,6 +117,27 @@ impl<'a> Interner<'a> {
     }
 }
 
+/// One track's sequence: its id, and what is interned on it.
+struct Sequence<'a> {
+    /// The track's key.
+    key: u64,
+    id: u32,
+    names: Interner<'a>,
+    categories: Interner<'a>,
+    arg_names: Interner<'a>,
+    /// Timestamp of its last event, ns.
+    last_ns: u64,
+}
+
+impl Sequence<'_> {
+    /// Its id, for a packet at `ts` ns; a sequence never goes back in time.
+    fn at(&mut self, ts: u64) -> u32 {
+        debug_assert!(ts >= self.last_ns, "sequence {} goes back", self.id);
+        self.last_ns = ts;
+        self.id
+    }
+}
+
 struct Writer<'a, W> {
     out: W,
     /// The packet being written (reused).
@@ -114,9 +147,13 @@ struct Writer<'a, W> {
     /// One debug annotation (reused).
     annotation: Vec<u8>,
     origin: Origin,
-    names: Interner<'a>,
-    categories: Interner<'a>,
-    arg_names: Interner<'a>,
+    /// The sequences of the thread tracks of the line being walked, by lane: found
+    /// for each event with no hashing.
+    lanes: Vec<Sequence<'a>>,
+    /// The sequences of the counter tracks of the `_counters_` line being walked.
+    counters: Vec<Sequence<'a>>,
+    /// The last sequence id handed out.
+    last_sequence: u32,
     /// Definitions interned since the last packet went out.
     new: InternedData,
 }
@@ -158,6 +195,12 @@ fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     buf.extend_from_slice(bytes);
 }
 
+/// The error for an event whose track has no sequence: the walk declares every
+/// track before its events, so this is a bug.
+fn undeclared(key: u64) -> io::Error {
+    io::Error::other(format!("track {key:#x} has an event before its descriptor"))
+}
+
 impl<'a, W: Write> Writer<'a, W> {
     fn new(out: W, origin: Origin) -> Self {
         Writer {
@@ -166,9 +209,9 @@ impl<'a, W: Write> Writer<'a, W> {
             event: Vec::with_capacity(256),
             annotation: Vec::with_capacity(64),
             origin,
-            names: Interner::default(),
-            categories: Interner::default(),
-            arg_names: Interner::default(),
+            lanes: Vec::new(),
+            counters: Vec::new(),
+            last_sequence: FIRST_SEQUENCE,
             new: InternedData::default(),
         }
     }
@@ -193,8 +236,8 @@ impl<'a, W: Write> Writer<'a, W> {
         self.flush_packet()
     }
 
-    /// The first packet: clears the sequence's state and states that trace time is
-    /// wall-clock time, so that absolute timestamps show as dates.
+    /// The first packet: clears the first sequence's state and states that trace
+    /// time is wall-clock time, so that absolute timestamps show as dates.
     fn clock_snapshot(&mut self) -> io::Result<()> {
         let now = u64::try_from(self.origin.unix_ns).unwrap_or(0);
         let clock = |id| Clock {
@@ -203,7 +246,7 @@ impl<'a, W: Write> Writer<'a, W> {
         };
         self.emit(&TracePacket {
             timestamp: Some(now),
-            trusted_packet_sequence_id: Some(SEQUENCE),
+            trusted_packet_sequence_id: Some(FIRST_SEQUENCE),
             sequence_flags: Some(proto::SEQ_INCREMENTAL_STATE_CLEARED),
             clock_snapshot: Some(ClockSnapshot {
                 clocks: vec![clock(proto::CLOCK_BOOTTIME), clock(proto::CLOCK_REALTIME)],
@@ -213,11 +256,24 @@ impl<'a, W: Write> Writer<'a, W> {
         })
     }
 
-    fn track(&mut self, descriptor: TrackDescriptor) -> io::Result<()> {
+    /// Opens a sequence for track `key` with its descriptor, which clears the
+    /// sequence's state; returns the sequence for the caller to keep.
+    fn track(&mut self, key: u64, descriptor: TrackDescriptor) -> io::Result<Sequence<'a>> {
+        self.last_sequence += 1;
+        let id = self.last_sequence;
         self.emit(&TracePacket {
-            trusted_packet_sequence_id: Some(SEQUENCE),
+            trusted_packet_sequence_id: Some(id),
+            sequence_flags: Some(proto::SEQ_INCREMENTAL_STATE_CLEARED),
             track_descriptor: Some(descriptor),
             ..TracePacket::default()
+        })?;
+        Ok(Sequence {
+            key,
+            id,
+            names: Interner::default(),
+            categories: Interner::default(),
+            arg_names: Interner::default(),
+            last_ns: 0,
         })
     }
 
@@ -228,13 +284,12 @@ impl<'a, W: Write> Writer<'a, W> {
         put_varint(&mut self.event, EVENT_TRACK_UUID, track);
     }
 
-    /// Sends the track event in `self.event` at `at_ps`, with the names interned since
-    /// the last packet.
-    fn send_event(&mut self, at_ps: i64) -> io::Result<()> {
-        let ts = self.to_ns(at_ps);
+    /// Sends the track event in `self.event` at `ts` ns on sequence `sequence`, with
+    /// the names interned since the last packet.
+    fn send_event(&mut self, sequence: u32, ts: u64) -> io::Result<()> {
         self.packet.clear();
         put_varint(&mut self.packet, PACKET_TIMESTAMP, ts);
-        put_varint(&mut self.packet, PACKET_SEQUENCE_ID, u64::from(SEQUENCE));
+        put_varint(&mut self.packet, PACKET_SEQUENCE_ID, u64::from(sequence));
         put_varint(
             &mut self.packet,
             PACKET_SEQUENCE_FLAGS,
@@ -250,59 +305,97 @@ impl<'a, W: Write> Writer<'a, W> {
         put_bytes(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
         self.flush_packet()
     }
+}
 
-    fn to_ns(&self, ps: i64) -> u64 {
-        u64::try_from(self.origin.to_unix_ns(ps)).unwrap_or(0)
+/// The sequence of track `key` in `sequences`: at `index` (a thread's lane, a counter
+/// track's number) in the usual case, else found by key.
+fn find<'s, 'a>(
+    sequences: &'s mut [Sequence<'a>],
+    index: usize,
+    key: u64,
+) -> io::Result<&'s mut Sequence<'a>> {
+    if sequences.get(index).is_some_and(|s| s.key == key) {
+        return Ok(&mut sequences[index]);
     }
+    sequences
+        .iter_mut()
+        .find(|s| s.key == key)
+        .ok_or_else(|| undeclared(key))
+}
 
-    /// Appends one debug annotation to the track event.
-    fn annotation(&mut self, name: &'a str, value: Arg<'_>) {
-        let iid = self
-            .arg_names
-            .id(Cow::Borrowed(name), &mut self.new.debug_annotation_names);
-        let a = &mut self.annotation;
-        a.clear();
-        put_varint(a, ANNOTATION_NAME_IID, iid);
-        match value {
-            Arg::Int(v) => put_varint(a, ANNOTATION_INT, v as u64),
-            Arg::Uint(v) => put_varint(a, ANNOTATION_UINT, v),
-            Arg::Double(v) => put_fixed64(a, ANNOTATION_DOUBLE, v.to_bits()),
-            Arg::Str(s) => put_bytes(a, ANNOTATION_STRING, s.as_bytes()),
-            Arg::Bytes(b) => put_bytes(
-                a,
-                ANNOTATION_STRING,
-                format!("<{} bytes>", b.len()).as_bytes(),
-            ),
-        }
-        put_bytes(&mut self.event, EVENT_DEBUG_ANNOTATIONS, &self.annotation);
+fn to_ns(origin: Origin, ps: i64) -> u64 {
+    u64::try_from(origin.to_unix_ns(ps)).unwrap_or(0)
+}
+
+/// Appends one debug annotation to `event`, its name interned in `arg_names` (the
+/// event's sequence's), new definitions going to `new`; `buf` is reused.
+fn put_annotation<'a>(
+    event: &mut Vec<u8>,
+    buf: &mut Vec<u8>,
+    arg_names: &mut Interner<'a>,
+    new: &mut Vec<Interned>,
+    name: &'a str,
+    value: Arg<'_>,
+) {
+    let iid = arg_names.id(Cow::Borrowed(name), new);
+    buf.clear();
+    put_varint(buf, ANNOTATION_NAME_IID, iid);
+    match value {
+        Arg::Int(v) => put_varint(buf, ANNOTATION_INT, v as u64),
+        Arg::Uint(v) => put_varint(buf, ANNOTATION_UINT, v),
+        Arg::Double(v) => put_fixed64(buf, ANNOTATION_DOUBLE, v.to_bits()),
+        Arg::Str(s) => put_bytes(buf, ANNOTATION_STRING, s.as_bytes()),
+        Arg::Bytes(b) => put_bytes(
+            buf,
+            ANNOTATION_STRING,
+            format!("<{} bytes>", b.len()).as_bytes(),
+        ),
     }
+    put_bytes(event, EVENT_DEBUG_ANNOTATIONS, buf);
 }
 
 impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     type Error = io::Error;
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
-        self.track(TrackDescriptor {
-            uuid: Some(u64::from(process.pid)),
-            process: Some(ProcessDescriptor {
-                pid: Some(process.pid as i32),
-                process_name: Some(process.name.to_owned()),
+        // The previous plane's lines are done: their sequences get no more packets.
+        self.lanes.clear();
+        self.counters.clear();
+        self.emit(&TracePacket {
+            trusted_packet_sequence_id: Some(FIRST_SEQUENCE),
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(u64::from(process.pid)),
+                process: Some(ProcessDescriptor {
+                    pid: Some(process.pid as i32),
+                    process_name: Some(process.name.to_owned()),
+                }),
+                ..TrackDescriptor::default()
             }),
-            ..TrackDescriptor::default()
+            ..TracePacket::default()
         })
     }
 
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
-        self.track(TrackDescriptor {
-            uuid: Some(thread.key),
-            parent_uuid: Some(u64::from(thread.pid)),
-            thread: Some(ThreadDescriptor {
-                pid: Some(thread.pid as i32),
-                tid: Some(i64::from(thread.tid)),
-                thread_name: Some(thread.name.clone().into_owned()),
-            }),
-            ..TrackDescriptor::default()
-        })
+        if thread.lane == 0 {
+            // The lines walked before are done.
+            self.lanes.clear();
+            self.counters.clear();
+        }
+        let sequence = self.track(
+            thread.key,
+            TrackDescriptor {
+                uuid: Some(thread.key),
+                parent_uuid: Some(u64::from(thread.pid)),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(thread.pid as i32),
+                    tid: Some(i64::from(thread.tid)),
+                    thread_name: Some(thread.name.clone().into_owned()),
+                }),
+                ..TrackDescriptor::default()
+            },
+        )?;
+        self.lanes.push(sequence);
+        Ok(())
     }
 
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
@@ -311,39 +404,63 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         } else {
             proto::TYPE_SLICE_BEGIN
         };
-        self.begin_event(kind, slice.thread.key);
-        let name = self.names.id(slice.name.clone(), &mut self.new.event_names);
-        put_varint(&mut self.event, EVENT_NAME_IID, name);
-        let category = self.categories.id(
-            Cow::Borrowed(slice.category),
-            &mut self.new.event_categories,
-        );
-        put_varint(&mut self.event, EVENT_CATEGORY_IIDS, category);
+        let key = slice.thread.key;
+        self.begin_event(kind, key);
+        let ts = to_ns(self.origin, slice.start_ps);
+        let Writer {
+            lanes,
+            event,
+            annotation,
+            new,
+            ..
+        } = self;
+        let sequence = find(lanes, slice.thread.lane as usize, key)?;
+        let name = sequence.names.id(slice.name.clone(), &mut new.event_names);
+        put_varint(event, EVENT_NAME_IID, name);
+        let category = sequence
+            .categories
+            .id(Cow::Borrowed(slice.category), &mut new.event_categories);
+        put_varint(event, EVENT_CATEGORY_IIDS, category);
         for (name, value) in slice.args() {
-            self.annotation(name, value);
+            put_annotation(
+                event,
+                annotation,
+                &mut sequence.arg_names,
+                &mut new.debug_annotation_names,
+                name,
+                value,
+            );
         }
         for &id in slice.flows_out.as_slice() {
-            put_fixed64(&mut self.event, EVENT_FLOW_IDS, id);
+            put_fixed64(event, EVENT_FLOW_IDS, id);
         }
         for &id in slice.flows_in.as_slice() {
-            put_fixed64(&mut self.event, EVENT_TERMINATING_FLOW_IDS, id);
+            put_fixed64(event, EVENT_TERMINATING_FLOW_IDS, id);
         }
-        self.send_event(slice.start_ps)
+        let id = sequence.at(ts);
+        self.send_event(id, ts)
     }
 
     fn slice_end(&mut self, thread: &Thread<'a>, end_ps: i64) -> io::Result<()> {
         self.begin_event(proto::TYPE_SLICE_END, thread.key);
-        self.send_event(end_ps)
+        let ts = to_ns(self.origin, end_ps);
+        let id = find(&mut self.lanes, thread.lane as usize, thread.key)?.at(ts);
+        self.send_event(id, ts)
     }
 
     fn counter_track(&mut self, track: &CounterTrack<'a>) -> io::Result<()> {
-        self.track(TrackDescriptor {
-            uuid: Some(track.key),
-            parent_uuid: Some(u64::from(track.pid)),
-            name: Some(track.name.clone().into_owned()),
-            counter: Some(CounterDescriptor::default()),
-            ..TrackDescriptor::default()
-        })
+        let sequence = self.track(
+            track.key,
+            TrackDescriptor {
+                uuid: Some(track.key),
+                parent_uuid: Some(u64::from(track.pid)),
+                name: Some(track.name.clone().into_owned()),
+                counter: Some(CounterDescriptor::default()),
+                ..TrackDescriptor::default()
+            },
+        )?;
+        self.counters.push(sequence);
+        Ok(())
     }
 
     fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
@@ -358,6 +475,11 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 put_fixed64(&mut self.event, EVENT_DOUBLE_COUNTER_VALUE, v.to_bits());
             }
         }
-        self.send_event(at_ps)
+        let ts = to_ns(self.origin, at_ps);
+        // A counter track's key ends with its number on the plane, which is its place
+        // here while the plane has one `_counters_` line (as XProf's have).
+        let index = (track.key & 0xffff_ffff) as usize;
+        let id = find(&mut self.counters, index, track.key)?.at(ts);
+        self.send_event(id, ts)
     }
 }

@@ -79,6 +79,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             tid,
             name,
             key: u64::from(self.pid) << 32 | u64::from(tid),
+            lane: lane as u32,
         }
     }
 

@@ -154,6 +154,10 @@ pub struct Thread<'a> {
     pub name: Cow<'a, str>,
     /// Unique across the timeline: `pid << 32 | tid`.
     pub key: u64,
+    /// 0 for the line itself, `n` for its `n`th extra lane. A thread with lane 0 is
+    /// announced before any lane of its line, and after every slice of the lines
+    /// walked before it: a visitor may let go of what it kept per thread then.
+    pub lane: u32,
 }
 
 /// One event: a slice with a duration, or an instant when `duration_ps` is 0.
