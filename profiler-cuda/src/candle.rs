@@ -25,7 +25,10 @@
 //! ```
 //!
 //! Building candle with its `cuda` feature needs nvcc at build time (candle-kernels
-//! compiles its `.cu` files); prof's own tracer does not, and both share one cudarc.
+//! compiles its `.cu` files); prof's own tracer does not. Both share one cudarc, and
+//! stock candle-core 0.11 asks it for `dynamic-linking`, under which this crate does not
+//! compile (it uses cudarc's run-time loading API): prof's
+//! `examples/build_candle_cuda.sh` builds candle with run-time loading instead.
 
 use std::ops::Deref;
 

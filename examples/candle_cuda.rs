@@ -1,0 +1,680 @@
+//! candle on a GPU, profiled: a small pre-norm transformer (token embedding, two blocks
+//! of layer norm → causal self-attention → layer norm → GELU MLP, a final norm and an
+//! output head, all candle-nn) trained on `Device::new_cuda(0)` with AdamW, forward and
+//! backward, while prof's CUPTI tracer records the kernels.
+//!
+//! ```text
+//! examples/build_candle_cuda.sh       # nvcc from PyPI, candle's kernels for sm_90
+//! target/release/examples/candle_cuda [--logdir DIR] [--steps N] [--min-annotated PCT]
+//! ```
+//!
+//! Every kernel is launched inside a named annotation, so XProf files it under an op:
+//! each step is `Train` (with `step_num`) holding `load_batch`, `forward`, `loss`,
+//! `backward` and `optimizer`; inside `forward` the layers are `prof::candle::Traced`
+//! (`embedding`, `block` with its `layer`, `layer-norm`, `attn`, `linear`, `mlp`,
+//! `lm_head`), and the attention softmax is a `tracing` span (`attn-softmax`, as
+//! candle-transformers names it) recorded through `prof::ProfilerLayer`. Backward and the
+//! optimizer walk candle's graph, not the layers: their kernels are filed under
+//! `backward` and `optimizer`. The example prints how many kernels the device lines hold
+//! and which share of kernel time carries an op (`tf_op`), and fails below
+//! `--min-annotated` percent (95).
+//!
+//! The fused candle-nn ops (`ops::softmax_last_dim`, `ops::layer_norm`, the `LayerNorm`
+//! and `RmsNorm` modules on contiguous input) have no backward pass, so this model uses
+//! the composed `ops::softmax` and `ops::layer_norm_slow`; a test checks that every
+//! parameter gets a gradient. Weights are initialised on the CPU and moved: nothing
+//! random runs on the device.
+//!
+//! Without a GPU (candle built without CUDA, no libcuda, libcublas or libcurand, or no
+//! device) it says so and exits 0: CI builds and runs it that way with `--features
+//! cuda,candle`.
+#![allow(clippy::print_stdout)]
+// Asking cudarc whether a library loads is an unsafe foreign call; the block says why it
+// is sound.
+#![allow(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::error::Error;
+
+use candle_core::{DType, Device, Module, Tensor, Var, D};
+use candle_nn::{AdamW, Init, Optimizer as _, ParamsAdamW, VarBuilder, VarMap};
+use prof::candle::{ModuleExt as _, Traced};
+use prof::xspace::{XPlane, XSpace, XStatValue};
+use prof::{trace, ProfileOptions};
+use tracing::{span, Level, Span};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+mod common;
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// candle_cuda's own flags.
+#[derive(clap::Args)]
+struct Extra {
+    /// Fail when less than this percentage of kernel time carries an op (tf_op)
+    #[arg(long, value_name = "PCT", default_value_t = 95.0)]
+    min_annotated: f64,
+}
+
+/// The model's and the batch's sizes.
+#[derive(Clone, Copy)]
+struct Config {
+    vocab: usize,
+    dim: usize,
+    heads: usize,
+    layers: usize,
+    batch: usize,
+    seq: usize,
+}
+
+const CONFIG: Config = Config {
+    vocab: 512,
+    dim: 256,
+    heads: 8,
+    layers: 2,
+    batch: 8,
+    seq: 64,
+};
+
+fn main() -> Result<()> {
+    let (args, Extra { min_annotated }) = common::parse::<Extra>(
+        "candle_cuda",
+        "Trains a small candle-nn transformer on GPU 0 and profiles its kernels.",
+        10,
+    );
+    tracing_subscriber::registry()
+        .with(prof::ProfilerLayer::new())
+        .init();
+    let (device, name) = match open_gpu() {
+        Ok(gpu) => gpu,
+        Err(why) => {
+            println!("candle_cuda: no GPU to profile here ({why}); nothing to do.");
+            return Ok(());
+        }
+    };
+    println!("candle_cuda: {name}");
+
+    let config = CONFIG;
+    let varmap = VarMap::new();
+    let model = Model::on(&device, &varmap, config)?;
+    let mut optimizer = AdamW::new(
+        varmap.all_vars(),
+        ParamsAdamW {
+            lr: 1e-3,
+            ..ParamsAdamW::default()
+        },
+    )?;
+    let batch = Batch::new(config);
+    // One step before the session: candle loads its kernel modules (the driver compiles
+    // their PTX) on first use, and cuBLAS picks its kernels.
+    let first_loss = train_step(&model, &mut optimizer, &batch, &device, 0)?;
+
+    prof::start(&args.logdir, args.options(ProfileOptions::default()))?;
+    let mut loss = first_loss;
+    for step in 1..=args.steps {
+        loss = train_step(&model, &mut optimizer, &batch, &device, step)?;
+    }
+    let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
+
+    let kernels = KernelSummary::of(profile.xspace());
+    let stats = format!(
+        "{} steps, loss {first_loss:.3} -> {loss:.3}; {kernels}",
+        profile.steps().len()
+    );
+    common::report(&profile, &args, &stats)?;
+    if let Some(missing) = profile
+        .warnings()
+        .iter()
+        .find(|w| w.contains("no GPU trace"))
+    {
+        // The GPU ran, but CUPTI did not load: the host profile is still there.
+        println!("candle_cuda: the device was not traced: {missing}");
+        return Ok(());
+    }
+    kernels.check(min_annotated)
+}
+
+/// candle's CUDA device 0 and the GPU's name, or why there is none.
+fn open_gpu() -> std::result::Result<(Device, String), String> {
+    if !candle_core::utils::cuda_is_available() {
+        return Err(
+            "candle was built without its CUDA backend: build this example with \
+                    examples/build_candle_cuda.sh (feature candle-cuda)"
+                .to_owned(),
+        );
+    }
+    // A missing library is a panic inside candle, not an error: ask first. candle's
+    // device creates a cuBLAS handle and a cuRAND generator up front.
+    // SAFETY: these only try to load the libraries by name; no symbol is used.
+    let present = unsafe {
+        [
+            ("libcuda", cudarc::driver::sys::is_culib_present()),
+            ("libcublas", cudarc::cublas::sys::is_culib_present()),
+            ("libcurand", cudarc::curand::sys::is_culib_present()),
+        ]
+    };
+    let missing: Vec<&str> = present
+        .iter()
+        .filter(|(_, found)| !found)
+        .map(|(lib, _)| *lib)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} not found on the library search path (LD_LIBRARY_PATH)",
+            missing.join(", ")
+        ));
+    }
+    let device = Device::new_cuda(0).map_err(|e| format!("no CUDA device 0: {e}"))?;
+    let name = cudarc::driver::CudaContext::new(0)
+        .and_then(|ctx| ctx.name())
+        .unwrap_or_else(|e| format!("GPU 0 ({e})"));
+    Ok((device, name))
+}
+
+/// A fixed batch, on the host: `batch` sequences counting up by a stride mod `vocab`,
+/// each target the next token, so the loss can fall.
+struct Batch {
+    inputs: Vec<u32>,
+    targets: Vec<u32>,
+    config: Config,
+}
+
+impl Batch {
+    fn new(config: Config) -> Batch {
+        let Config {
+            vocab, batch, seq, ..
+        } = config;
+        let token = |b: usize, t: usize| ((b * 31 + t * (2 * b + 1)) % vocab) as u32;
+        let pairs = (0..batch).flat_map(|b| (0..seq).map(move |t| (token(b, t), token(b, t + 1))));
+        let (inputs, targets) = pairs.unzip();
+        Batch {
+            inputs,
+            targets,
+            config,
+        }
+    }
+}
+
+/// One training step, `Train` with `step_num`; returns the loss.
+fn train_step(
+    model: &Model,
+    optimizer: &mut AdamW,
+    batch: &Batch,
+    device: &Device,
+    step: u32,
+) -> Result<f32> {
+    let step_trace = trace!("Train", step_num = step);
+    let Config {
+        batch: b,
+        seq: t,
+        vocab,
+        ..
+    } = batch.config;
+    let (inputs, targets) = {
+        let _t = trace!("load_batch");
+        (
+            Tensor::from_slice(&batch.inputs, (b, t), device)?,
+            Tensor::from_slice(&batch.targets, b * t, device)?,
+        )
+    };
+    let logits = {
+        let _t = trace!("forward");
+        model.forward(&inputs)?
+    };
+    let loss = {
+        let _t = trace!("loss");
+        candle_nn::loss::cross_entropy(&logits.reshape((b * t, vocab))?, &targets)?
+    };
+    let grads = {
+        let _t = trace!("backward");
+        loss.backward()?
+    };
+    {
+        let _t = trace!("optimizer", kind = "adamw");
+        optimizer.step(&grads)?;
+    }
+    let loss = {
+        let _t = trace!("loss_to_host");
+        loss.to_scalar::<f32>()?
+    };
+    step_trace.set_metadata("loss", loss);
+    Ok(loss)
+}
+
+/// Layer norm from composed ops, so that it has a backward pass.
+struct LayerNorm {
+    weight: Tensor,
+    bias: Tensor,
+}
+
+impl LayerNorm {
+    fn new(dim: usize, vb: VarBuilder) -> candle_core::Result<Traced<LayerNorm>> {
+        Ok(LayerNorm {
+            weight: vb.get_with_hints(dim, "weight", Init::Const(1.0))?,
+            bias: vb.get_with_hints(dim, "bias", Init::Const(0.0))?,
+        }
+        .traced("layer-norm"))
+    }
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        candle_nn::ops::layer_norm_slow(xs, &self.weight, &self.bias, 1e-5)
+    }
+}
+
+fn linear(
+    d_in: usize,
+    d_out: usize,
+    vb: VarBuilder,
+) -> candle_core::Result<Traced<candle_nn::Linear>> {
+    Ok(candle_nn::linear(d_in, d_out, vb)?.traced("linear"))
+}
+
+/// Causal multi-head self-attention over a fixed sequence length.
+struct Attention {
+    qkv: Traced<candle_nn::Linear>,
+    out: Traced<candle_nn::Linear>,
+    /// `seq × seq`: 0 on and below the diagonal, a large negative number above.
+    mask: Tensor,
+    heads: usize,
+    /// candle-transformers' name for the softmax span.
+    softmax: Span,
+}
+
+impl Attention {
+    fn new(config: Config, vb: VarBuilder) -> candle_core::Result<Attention> {
+        let Config { dim, seq, .. } = config;
+        let mask: Vec<f32> = (0..seq)
+            .flat_map(|i| (0..seq).map(move |j| if j > i { -1e9 } else { 0.0 }))
+            .collect();
+        Ok(Attention {
+            qkv: linear(dim, 3 * dim, vb.pp("qkv"))?,
+            out: linear(dim, dim, vb.pp("out"))?,
+            mask: Tensor::from_vec(mask, (seq, seq), vb.device())?,
+            heads: config.heads,
+            softmax: span!(Level::TRACE, "attn-softmax"),
+        })
+    }
+}
+
+impl Module for Attention {
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        let (b, t, dim) = xs.dims3()?;
+        let head_dim = dim / self.heads;
+        let heads = |x: Tensor| -> candle_core::Result<Tensor> {
+            x.reshape((b, t, self.heads, head_dim))?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        let qkv = self.qkv.forward(xs)?;
+        let q = heads(qkv.narrow(D::Minus1, 0, dim)?)?;
+        let k = heads(qkv.narrow(D::Minus1, dim, dim)?)?;
+        let v = heads(qkv.narrow(D::Minus1, 2 * dim, dim)?)?;
+        let scores = (q.matmul(&k.t()?)? / (head_dim as f64).sqrt())?;
+        let weights = {
+            let _enter = self.softmax.enter();
+            candle_nn::ops::softmax(&scores.broadcast_add(&self.mask)?, D::Minus1)?
+        };
+        let mixed = weights.matmul(&v)?.transpose(1, 2)?.reshape((b, t, dim))?;
+        self.out.forward(&mixed)
+    }
+}
+
+/// Two-layer GELU feed-forward.
+struct Mlp {
+    up: Traced<candle_nn::Linear>,
+    down: Traced<candle_nn::Linear>,
+}
+
+impl Module for Mlp {
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        self.down.forward(&self.up.forward(xs)?.gelu()?)
+    }
+}
+
+/// A pre-norm transformer block.
+struct Block {
+    norm_1: Traced<LayerNorm>,
+    attn: Traced<Attention>,
+    norm_2: Traced<LayerNorm>,
+    mlp: Traced<Mlp>,
+}
+
+impl Block {
+    fn new(config: Config, vb: VarBuilder) -> candle_core::Result<Block> {
+        let dim = config.dim;
+        Ok(Block {
+            norm_1: LayerNorm::new(dim, vb.pp("norm_1"))?,
+            attn: Attention::new(config, vb.pp("attn"))?.traced("attn"),
+            norm_2: LayerNorm::new(dim, vb.pp("norm_2"))?,
+            mlp: Mlp {
+                up: linear(dim, 4 * dim, vb.pp("mlp.up"))?,
+                down: linear(4 * dim, dim, vb.pp("mlp.down"))?,
+            }
+            .traced("mlp"),
+        })
+    }
+}
+
+impl Module for Block {
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        let xs = (xs + self.attn.forward(&self.norm_1.forward(xs)?)?)?;
+        &xs + self.mlp.forward(&self.norm_2.forward(&xs)?)?
+    }
+}
+
+/// Token ids `(batch, seq)` to logits `(batch, seq, vocab)`.
+struct Model {
+    embedding: Traced<candle_nn::Embedding>,
+    blocks: Vec<Traced<Block>>,
+    norm: Traced<LayerNorm>,
+    head: Traced<candle_nn::Linear>,
+}
+
+impl Model {
+    fn new(config: Config, vb: VarBuilder) -> candle_core::Result<Model> {
+        let blocks = (0..config.layers)
+            .map(|i| {
+                Ok(Block::new(config, vb.pp(format!("blocks.{i}")))?
+                    .traced("block")
+                    .layer(i))
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(Model {
+            embedding: candle_nn::embedding(config.vocab, config.dim, vb.pp("embedding"))?
+                .traced("embedding"),
+            blocks,
+            norm: LayerNorm::new(config.dim, vb.pp("norm"))?,
+            head: candle_nn::linear_no_bias(config.dim, config.vocab, vb.pp("head"))?
+                .traced("lm_head"),
+        })
+    }
+
+    /// The model with its parameters in `varmap` on `device`, initialised on the CPU
+    /// (candle's random initialisation on a GPU would run cuRAND kernels outside any
+    /// step) and then moved.
+    fn on(device: &Device, varmap: &VarMap, config: Config) -> Result<Model> {
+        Model::new(
+            config,
+            VarBuilder::from_varmap(varmap, DType::F32, &Device::Cpu),
+        )?;
+        if !device.is_cpu() {
+            let mut vars = varmap.data().lock().unwrap_or_else(|e| e.into_inner());
+            for var in vars.values_mut() {
+                *var = Var::from_tensor(&var.to_device(device)?)?;
+            }
+        }
+        // The variables exist: the builder hands them out instead of initialising.
+        Ok(Model::new(
+            config,
+            VarBuilder::from_varmap(varmap, DType::F32, device),
+        )?)
+    }
+}
+
+impl Module for Model {
+    fn forward(&self, tokens: &Tensor) -> candle_core::Result<Tensor> {
+        let mut xs = self.embedding.forward(tokens)?;
+        for block in &self.blocks {
+            xs = block.forward(&xs)?;
+        }
+        self.head.forward(&self.norm.forward(&xs)?)
+    }
+}
+
+/// The kernels on the GPU planes of a profile, and how much of their time carries an op.
+#[derive(Debug, Default)]
+struct KernelSummary {
+    planes: usize,
+    /// Device lines (streams) holding at least one kernel.
+    lines: usize,
+    kernels: usize,
+    kernel_ps: i64,
+    /// Kernel time whose kernels carry a non-empty `tf_op`.
+    annotated_ps: i64,
+    /// Kernel count and time by op (the `tf_op` before its `:`; `-` for none).
+    by_op: BTreeMap<String, (usize, i64)>,
+}
+
+impl KernelSummary {
+    fn of(space: &XSpace) -> KernelSummary {
+        let mut summary = KernelSummary::default();
+        for plane in space
+            .planes
+            .iter()
+            .filter(|p| p.name.starts_with("/device:GPU:"))
+        {
+            summary.planes += 1;
+            for line in &plane.lines {
+                let mut on_line = 0;
+                for e in &line.events {
+                    if plane.find_stat(&e.stats, "kernel_details").is_none() {
+                        continue;
+                    }
+                    on_line += 1;
+                    summary.kernel_ps += e.duration_ps;
+                    let op = text_stat(plane, &e.stats, "tf_op").filter(|op| !op.is_empty());
+                    if op.is_some() {
+                        summary.annotated_ps += e.duration_ps;
+                    }
+                    let op = op.map_or("-".to_owned(), |op| {
+                        op.split(':').next().unwrap_or_default().to_owned()
+                    });
+                    let entry = summary.by_op.entry(op).or_default();
+                    entry.0 += 1;
+                    entry.1 += e.duration_ps;
+                }
+                summary.kernels += on_line;
+                summary.lines += usize::from(on_line > 0);
+            }
+        }
+        summary
+    }
+
+    /// Percentage of kernel time under an annotation (0 without kernels).
+    fn annotated_pct(&self) -> f64 {
+        if self.kernel_ps == 0 {
+            return 0.0;
+        }
+        100.0 * self.annotated_ps as f64 / self.kernel_ps as f64
+    }
+
+    /// Errors unless there are kernels and at least `min_pct` of their time carries an op.
+    fn check(&self, min_pct: f64) -> Result<()> {
+        if self.planes == 0 {
+            return Err("the profile has no /device:GPU plane".into());
+        }
+        if self.kernels == 0 {
+            return Err("the GPU planes hold no kernel".into());
+        }
+        if self.annotated_pct() < min_pct {
+            return Err(format!(
+                "{:.1}% of kernel time carries an op, below {min_pct}%: {self}",
+                self.annotated_pct()
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for KernelSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} kernels on {} device line(s) of {} GPU plane(s), {:.3} ms; \
+             {:.1}% of kernel time under an annotation",
+            self.kernels,
+            self.lines,
+            self.planes,
+            self.kernel_ps as f64 / 1e9,
+            self.annotated_pct()
+        )?;
+        let mut ops: Vec<(&String, &(usize, i64))> = self.by_op.iter().collect();
+        ops.sort_by_key(|(_, (_, ps))| std::cmp::Reverse(*ps));
+        for (i, (op, (count, ps))) in ops.iter().take(8).enumerate() {
+            let pct = 100.0 * *ps as f64 / self.kernel_ps.max(1) as f64;
+            let sep = if i == 0 { "; by op: " } else { ", " };
+            write!(f, "{sep}{op} {pct:.1}% ({count})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A string stat of an event, inline or interned.
+fn text_stat(plane: &XPlane, stats: &[prof::xspace::XStat], name: &str) -> Option<String> {
+    match plane.find_stat(stats, name)? {
+        XStatValue::Str(s) => Some(s.clone()),
+        XStatValue::Ref(id) => plane.stat_name(*id as i64).map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// The model on the CPU (its gradients), and the summary's reading of a GPU plane made
+/// of synthetic CUPTI records: the parts of this example that run without a GPU.
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use prof::schema;
+
+    /// Sessions are process-wide, and `train_step` records into any that is running:
+    /// one test at a time.
+    static SESSION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    const SMALL: Config = Config {
+        vocab: 32,
+        dim: 16,
+        heads: 2,
+        layers: 2,
+        batch: 2,
+        seq: 8,
+    };
+
+    #[test]
+    fn every_parameter_gets_a_gradient_and_the_loss_falls() {
+        let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let model = Model::on(&device, &varmap, SMALL).expect("model");
+        let vars = varmap.all_vars();
+        // 2 × (2 norms × 2, qkv and out × 2, up and down × 2) + embedding + norm × 2 + head.
+        assert_eq!(vars.len(), 2 * (4 + 4 + 4) + 4);
+        let mut optimizer = AdamW::new(
+            vars.clone(),
+            ParamsAdamW {
+                lr: 1e-2,
+                ..ParamsAdamW::default()
+            },
+        )
+        .expect("optimizer");
+        let batch = Batch::new(SMALL);
+        let inputs =
+            Tensor::from_slice(&batch.inputs, (SMALL.batch, SMALL.seq), &device).expect("inputs");
+        let logits = model.forward(&inputs).expect("forward");
+        assert_eq!(logits.dims(), [SMALL.batch, SMALL.seq, SMALL.vocab]);
+        let targets =
+            Tensor::from_slice(&batch.targets, SMALL.batch * SMALL.seq, &device).expect("targets");
+        let loss = candle_nn::loss::cross_entropy(
+            &logits
+                .reshape((SMALL.batch * SMALL.seq, SMALL.vocab))
+                .expect("reshape"),
+            &targets,
+        )
+        .expect("loss");
+        let grads = loss.backward().expect("backward");
+        let without: Vec<String> = {
+            let data = varmap.data().lock().unwrap_or_else(|e| e.into_inner());
+            data.iter()
+                .filter(|(_, var)| grads.get(var.as_tensor()).is_none())
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        assert!(without.is_empty(), "no gradient for {without:?}");
+
+        let first = train_step(&model, &mut optimizer, &batch, &device, 0).expect("step");
+        let mut last = first;
+        for step in 1..20 {
+            last = train_step(&model, &mut optimizer, &batch, &device, step).expect("step");
+        }
+        assert!(last < first * 0.8, "loss {first} -> {last}");
+    }
+
+    /// A host session with a step holding `forward` > `attn` and a stretch under the
+    /// step alone, plus one synthetic kernel launched in each (40 µs each).
+    fn two_launches() -> XSpace {
+        let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
+            .expect("start");
+        {
+            let _step = trace!("Train", step_num = 0);
+            std::thread::sleep(Duration::from_micros(400));
+            let _forward = trace!("forward");
+            let _attn = trace!("attn");
+            std::thread::sleep(Duration::from_micros(400));
+        }
+        let mut space = profiler_core::session::stop().expect("stop").into_xspace();
+        let host = space.plane(schema::HOST_PLANE).expect("host plane");
+        let span_of = |name: &str| {
+            host.lines.iter().find_map(|line| {
+                line.events
+                    .iter()
+                    .find(|e| host.event_name(e.metadata_id) == Some(name))
+                    .map(|e| {
+                        let at = line.timestamp_ns * 1000 + e.offset_ps();
+                        (
+                            line.id as u32,
+                            (at / 1000) as u64,
+                            ((at + e.duration_ps) / 1000) as u64,
+                        )
+                    })
+            })
+        };
+        let (line, step_start, _) = span_of("Train").expect("Train");
+        let (_, attn_start, attn_end) = span_of("attn").expect("attn");
+        let trace = prof::cuda::synthetic::launches(
+            line,
+            &[(step_start, attn_start), (attn_start, attn_end)],
+            &["sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n", "softmax_kernel"],
+        );
+        prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
+        space
+    }
+
+    #[test]
+    fn counts_kernels_and_the_share_under_an_annotation() {
+        let summary = KernelSummary::of(&two_launches());
+        assert_eq!(
+            (summary.planes, summary.lines, summary.kernels),
+            (1, 1, 2),
+            "{summary}"
+        );
+        // The first kernel ran under the step alone: no op.
+        assert_eq!(summary.kernel_ps, 2 * summary.annotated_ps, "{summary}");
+        assert!((summary.annotated_pct() - 50.0).abs() < 1e-9);
+        assert_eq!(
+            summary.by_op.keys().collect::<Vec<_>>(),
+            ["-", "forward/attn"],
+            "{summary}"
+        );
+        summary.check(50.0).expect("half is enough for 50%");
+        let err = summary.check(95.0).expect_err("half is not 95%");
+        assert!(err.to_string().contains("50.0% of kernel time"), "{err}");
+        assert!(
+            summary
+                .to_string()
+                .contains("2 kernels on 1 device line(s)"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_host_only_profile_fails_the_check() {
+        let summary = KernelSummary::default();
+        let err = summary.check(95.0).expect_err("no GPU plane");
+        assert!(err.to_string().contains("no /device:GPU plane"), "{err}");
+    }
+}
