@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use profiler_core::schema;
 use profiler_core::xspace::{
-    merge_into_line, ps, Interner, XEvent, XEventData, XSpace, XStatValue,
+    merge_into_line, ps, Interner, Stats, XEvent, XEventData, XSpace, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace, MarkerPhase};
@@ -187,7 +187,9 @@ pub(super) fn add_ranges(
             };
             let stats = r
                 .domain
-                .map(|d| vec![names.stat(plane, schema::DOMAIN, XStatValue::Str(d.to_owned()))])
+                .map(|d| {
+                    Stats::from([names.stat(plane, schema::DOMAIN, XStatValue::Str(d.to_owned()))])
+                })
                 .unwrap_or_default();
             events.push(XEvent {
                 metadata_id: names.event(plane, r.name),
