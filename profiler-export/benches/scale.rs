@@ -1,6 +1,6 @@
 //! A long session at scale: how stop time and memory grow from 1M to 10M to 100M
-//! events. For each size, records that many events on one thread (steps of 1000 nested
-//! annotations, a field on every tenth, as the `xplane` bench does), then measures
+//! events. For each size, records that many events on one thread (the `xplane` bench's
+//! training loop, `workload/mod.rs`), then measures
 //! `session::stop` (collection into an XSpace) and writing the `.xplane.pb`.
 //!
 //! Memory: the thread buffers and what the collected profile keeps are counted
@@ -15,8 +15,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use profiler_core::{session, trace, ProfileOptions};
+use profiler_core::{session, ProfileOptions};
 use profiler_export::xplane;
+
+mod workload;
 
 /// Counts live bytes.
 struct Counting;
@@ -82,19 +84,6 @@ fn reset_rss_peak() -> Option<usize> {
     status_bytes("VmRSS:")
 }
 
-fn record(events: u64) {
-    for step in 0..events / 1000 {
-        let _s = trace!("Train", step_num = step);
-        for i in 0..999u64 {
-            if i % 10 == 0 {
-                let _t = trace!("layer", index = i);
-            } else {
-                let _t = trace!("op");
-            }
-        }
-    }
-}
-
 fn per_event(bytes: usize, events: u64) -> f64 {
     bytes as f64 / events as f64
 }
@@ -138,7 +127,7 @@ fn main() {
             None,
         )
         .unwrap();
-        record(events);
+        workload::training_loop(events);
         let buffers = live() - base;
         let rss_before = reset_rss_peak();
         let t0 = Instant::now();

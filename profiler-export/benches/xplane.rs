@@ -8,25 +8,17 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use profiler_core::{session, trace, Profile, ProfileOptions};
+use profiler_core::{session, Profile, ProfileOptions};
+
+mod workload;
 use profiler_export::{chrome, perfetto, xplane};
 
 const EVENTS: u64 = 1_000_000;
 
-/// Records 1M events shaped like a training loop: steps of 1000 nested annotations,
-/// a field on every tenth.
+/// Records 1M events shaped like a training loop.
 fn record() {
     session::start(ProfileOptions::default().max_events(4 * EVENTS), None).unwrap();
-    for step in 0..EVENTS / 1000 {
-        let _s = trace!("Train", step_num = step);
-        for i in 0..999u64 {
-            if i % 10 == 0 {
-                let _t = trace!("layer", index = i);
-            } else {
-                let _t = trace!("op");
-            }
-        }
-    }
+    workload::training_loop(EVENTS);
 }
 
 fn profile() -> Profile {

@@ -133,6 +133,7 @@ pub(super) fn add_api_calls(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
+    launched: &HashSet<u32>,
 ) -> Launches {
     let external: HashMap<u32, ScopeId> = trace
         .activities
@@ -142,17 +143,6 @@ pub(super) fn add_api_calls(
                 correlation_id,
                 external_id,
             } => Some((*correlation_id, ScopeId::from_u64(*external_id))),
-            _ => None,
-        })
-        .collect();
-    // Correlation ids of the device work: the calls that launched something.
-    let launched: HashSet<u32> = trace
-        .activities
-        .iter()
-        .filter_map(|a| match a {
-            Activity::Kernel { at, .. }
-            | Activity::Memcpy { at, .. }
-            | Activity::Memset { at, .. } => Some(at.correlation_id),
             _ => None,
         })
         .collect();

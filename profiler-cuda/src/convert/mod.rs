@@ -34,11 +34,11 @@ mod device;
 mod host;
 mod nvtx;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use profiler_core::xspace::XSpace;
 
-use crate::activity::DeviceTrace;
+use crate::activity::{Activity, DeviceTrace};
 
 pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP};
 pub use device::GPU_PLANE_BASE_ID;
@@ -61,6 +61,21 @@ impl ApiCalls {
     }
 }
 
+/// Correlation ids of the device work (kernels, copies, memsets): the API calls that
+/// launched something. The host lines keep those calls; NVTX ranges name their work.
+fn launched(trace: &DeviceTrace) -> HashSet<u32> {
+    trace
+        .activities
+        .iter()
+        .filter_map(|a| match a {
+            Activity::Kernel { at, .. }
+            | Activity::Memcpy { at, .. }
+            | Activity::Memset { at, .. } => Some(at.correlation_id),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings; returns
 /// what became of the API calls. `to_session_ns` maps a record timestamp to
 /// nanoseconds since the session start (`None` outside the session: such records
@@ -70,9 +85,10 @@ pub fn add_to_space(
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
 ) -> ApiCalls {
-    let launches = host::add_api_calls(trace, space, to_session_ns);
+    let launched = launched(trace);
+    let launches = host::add_api_calls(trace, space, to_session_ns, &launched);
     // After the API calls: the annotation stacks of launches are the host's own.
-    let nvtx_ranges = nvtx::add_ranges(trace, space, to_session_ns);
+    let nvtx_ranges = nvtx::add_ranges(trace, space, to_session_ns, &launched);
     device::add_planes(
         trace,
         space,

@@ -130,22 +130,13 @@ pub(super) fn add_ranges(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
+    launched: &HashSet<u32>,
 ) -> HashMap<u32, String> {
     let by_thread = ranges(trace);
     if by_thread.is_empty() {
         return HashMap::new();
     }
     let mut launched_in = HashMap::new();
-    let launched: HashSet<u32> = trace
-        .activities
-        .iter()
-        .filter_map(|a| match a {
-            Activity::Kernel { at, .. }
-            | Activity::Memcpy { at, .. }
-            | Activity::Memset { at, .. } => Some(at.correlation_id),
-            _ => None,
-        })
-        .collect();
     let enclosing: HashMap<u32, Enclosing<'_, '_>> = by_thread
         .iter()
         .map(|(thread, ranges)| (*thread, Enclosing::new(ranges)))
