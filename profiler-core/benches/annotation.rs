@@ -8,6 +8,7 @@
 //! so buffer growth is billed the way a long session pays it.
 #![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
+use std::cell::RefCell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use criterion::{criterion_group, Criterion};
 use profiler_core::{trace, ProfileOptions};
 
 mod support;
-use support::{batched, print_table, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
 
 struct NullReporter;
 impl fastrace::collector::Reporter for NullReporter {
@@ -139,8 +140,86 @@ fn annotations(c: &mut Criterion) {
 
 criterion_group!(benches, annotations);
 
+/// The recording cases again, in turn, batch by batch: the goals' ratios per round.
+fn annotations_interleaved() {
+    let long = RefCell::new(LongSession::start(ProfileOptions::default()));
+    let timed = |n: u64, f: &dyn Fn(u64)| {
+        let t0 = Instant::now();
+        f(n);
+        t0.elapsed()
+    };
+    let mut clock = |n| {
+        timed(n, &|n| {
+            for _ in 0..n {
+                black_box(profiler_core::clock::now());
+                black_box(profiler_core::clock::now());
+            }
+        })
+    };
+    let mut prof = |n| {
+        long.borrow_mut().reserve(2 * n);
+        timed(n, &|n| {
+            for _ in 0..n {
+                let _t = trace!("span");
+            }
+        })
+    };
+    let mut prof_field = |n| {
+        long.borrow_mut().reserve(2 * n);
+        timed(n, &|n| {
+            for i in 0..n {
+                let _t = trace!("span", i = i);
+            }
+        })
+    };
+    let mut fastrace = |n| {
+        let root = fastrace::Span::root("root", fastrace::collector::SpanContext::random());
+        let parent = root.set_local_parent();
+        let took = timed(n, &|n| {
+            for _ in 0..n {
+                let _s = fastrace::local::LocalSpan::enter_with_local_parent("span");
+            }
+        });
+        drop((parent, root));
+        took
+    };
+    puffin::set_scopes_on(true);
+    let mut puffin = |n| {
+        let took = {
+            puffin::profile_scope!("outer");
+            timed(n, &|n| {
+                for _ in 0..n {
+                    puffin::profile_scope!("span");
+                }
+            })
+        };
+        puffin::GlobalProfiler::lock().new_frame();
+        took
+    };
+    let mut cases: [Case<'_>; 5] = [
+        ("two_clock_reads", &mut clock),
+        ("prof_on", &mut prof),
+        ("prof_on_one_field", &mut prof_field),
+        ("fastrace_on", &mut fastrace),
+        ("puffin_on", &mut puffin),
+    ];
+    let rounds = interleaved(600, BATCH, &mut cases);
+    puffin::set_scopes_on(false);
+    fastrace::flush();
+    rounds.print(
+        "annotation",
+        &[
+            ("prof_on", "two_clock_reads", Cmp::Ratio),
+            ("prof_on_one_field", "prof_on", Cmp::Difference),
+            ("fastrace_on", "prof_on", Cmp::Ratio),
+            ("puffin_on", "prof_on", Cmp::Ratio),
+        ],
+    );
+}
+
 fn main() {
     benches();
+    annotations_interleaved();
     Criterion::default().configure_from_args().final_summary();
     print_table(
         "annotation",

@@ -6,6 +6,10 @@ use std::time::{Duration, Instant};
 
 use profiler_core::{session, ProfileOptions};
 
+mod interleaved;
+#[allow(unused_imports)] // not every bench interleaves
+pub use interleaved::{interleaved, Case, Cmp};
+
 /// Spans timed per batch; each system gets the same batch size.
 pub const BATCH: u64 = 4096;
 /// prof restarts its session (untimed) before a session would hold more records.

@@ -30,5 +30,5 @@ pub(crate) use layout::Slot;
 pub(crate) use layout::{Dropped, Record};
 pub(crate) use registry::{begin_session, buffers};
 pub(crate) use writer::{
-    add_field, begin_event, end_event, instant_event, sample, scope_of, span_event, EventRef,
+    add_field, begin_event_with, end_event, instant_event, sample, scope_of, span_event, EventRef,
 };
