@@ -5,7 +5,7 @@
 #![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
 use prof::{ProfileOptions, ProfilerLayer};
@@ -13,7 +13,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 #[path = "../profiler-core/benches/support/mod.rs"]
 mod support;
-use support::{batched, print_table, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
 
 #[prof::instrument]
 fn with_prof(x: u64) -> u64 {
@@ -96,8 +96,27 @@ fn instrument(c: &mut Criterion) {
 
 criterion_group!(benches, instrument);
 
+/// The goal again, in turn, batch by batch: `#[prof::instrument]` over the `trace!`
+/// it stands for, per round.
+fn instrument_interleaved() {
+    let long = std::cell::RefCell::new(LongSession::start(ProfileOptions::default()));
+    let timed = |f: fn(u64) -> u64, n: u64| {
+        long.borrow_mut().reserve(2 * n);
+        let mut calls = calls(f);
+        let t0 = Instant::now();
+        calls(n);
+        t0.elapsed()
+    };
+    let mut trace = |n| timed(with_trace, n);
+    let mut instrument = |n| timed(with_prof, n);
+    let mut cases: [Case<'_>; 2] = [("trace_on", &mut trace), ("prof_on", &mut instrument)];
+    let rounds = interleaved(600, BATCH, &mut cases);
+    rounds.print("instrument", &[("prof_on", "trace_on", Cmp::Ratio)]);
+}
+
 fn main() {
     benches();
+    instrument_interleaved();
     Criterion::default().configure_from_args().final_summary();
     print_table(
         "instrument",

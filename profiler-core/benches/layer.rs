@@ -3,14 +3,15 @@
 //! run. Prints the ratios at the end.
 #![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
-use std::time::Duration;
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
 use profiler_core::{ProfileOptions, ProfilerLayer};
 use tracing_subscriber::layer::SubscriberExt;
 
 mod support;
-use support::{batched, print_table, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
 
 fn spans(n: u64) {
     for _ in 0..n {
@@ -41,7 +42,8 @@ fn layer(c: &mut Criterion) {
         g.bench_function("registry+prof_off", |b| b.iter(|| spans(1)));
         let mut long = LongSession::start(ProfileOptions::default());
         g.bench_function("registry+prof_on", |b| {
-            b.iter_custom(|iters| batched(iters, || long.reserve(BATCH), spans, |()| {}))
+            // Three records a span: its event (with the span's id), and its close.
+            b.iter_custom(|iters| batched(iters, || long.reserve(3 * BATCH), spans, |()| {}))
         });
     });
 
@@ -59,8 +61,48 @@ fn layer(c: &mut Criterion) {
 
 criterion_group!(benches, layer);
 
+/// The goals' cases again, in turn, batch by batch: what the layer adds over a no-op
+/// layer per round, off (the session paused, so the gate is closed) and recording.
+fn layer_interleaved() {
+    let noop = tracing::Dispatch::new(tracing_subscriber::registry().with(NoopLayer));
+    let prof = tracing::Dispatch::new(tracing_subscriber::registry().with(ProfilerLayer::new()));
+    let long = RefCell::new(LongSession::start(ProfileOptions::default()));
+    let timed = |dispatch: &tracing::Dispatch, n: u64| {
+        tracing::dispatcher::with_default(dispatch, || {
+            let t0 = Instant::now();
+            spans(n);
+            t0.elapsed()
+        })
+    };
+    let mut noop_case = |n| timed(&noop, n);
+    let mut off = |n| {
+        profiler_core::session::pause().unwrap();
+        let took = timed(&prof, n);
+        profiler_core::session::resume().unwrap();
+        took
+    };
+    let mut on = |n| {
+        long.borrow_mut().reserve(3 * n);
+        timed(&prof, n)
+    };
+    let mut cases: [Case<'_>; 3] = [
+        ("registry+noop_layer", &mut noop_case),
+        ("registry+prof_off", &mut off),
+        ("registry+prof_on", &mut on),
+    ];
+    let rounds = interleaved(400, BATCH, &mut cases);
+    rounds.print(
+        "layer",
+        &[
+            ("registry+prof_off", "registry+noop_layer", Cmp::Difference),
+            ("registry+prof_on", "registry+noop_layer", Cmp::Difference),
+        ],
+    );
+}
+
 fn main() {
     benches();
+    layer_interleaved();
     Criterion::default().configure_from_args().final_summary();
     print_table(
         "layer",

@@ -10,14 +10,14 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
 use profiler_core::domain::{Domain, Marker, MarkerScope, Task};
 use profiler_core::{Counter, ProfileOptions, TrackingAllocator};
 
 mod support;
-use support::{batched, print_table, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
 
 static DEPTH: Counter = Counter::new("depth");
 static D: Domain = Domain::new("bench");
@@ -103,8 +103,35 @@ fn objects(c: &mut Criterion) {
 
 criterion_group!(benches, objects);
 
+/// The allocator's goal again, in turn, batch by batch: tracking (recording) over the
+/// system allocator per round.
+fn allocator_interleaved() {
+    let tracking = TrackingAllocator::new(System);
+    let long = std::cell::RefCell::new(LongSession::start(ProfileOptions::default()));
+    let timed = |a: &dyn Fn(u64), n: u64| {
+        let t0 = Instant::now();
+        a(n);
+        t0.elapsed()
+    };
+    let mut system = |n| timed(&|n| alloc_loop(&System, n), n);
+    let mut on = |n| {
+        long.borrow_mut().reserve(BATCH);
+        timed(&|n| alloc_loop(&tracking, n), n)
+    };
+    let mut cases: [Case<'_>; 2] = [
+        ("system_alloc", &mut system),
+        ("tracking_alloc_on", &mut on),
+    ];
+    let rounds = interleaved(1000, BATCH, &mut cases);
+    rounds.print(
+        "objects",
+        &[("tracking_alloc_on", "system_alloc", Cmp::Ratio)],
+    );
+}
+
 fn main() {
     benches();
+    allocator_interleaved();
     Criterion::default().configure_from_args().final_summary();
     print_table(
         "objects",

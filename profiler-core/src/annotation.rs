@@ -136,13 +136,12 @@ impl Trace {
         (event.flags() & CLOSES != 0).then(|| buffer::end_event(&event))
     }
 
-    /// Tags this event as a poll of task `task` (see the collector's `tasks` module):
-    /// one field record, whatever the task.
-    #[inline]
-    pub(crate) fn tag_poll(&self, task: u64) {
-        if let Some(event) = &self.event {
-            buffer::add_field(event, POLL_OF, Value::U64(task));
-        }
+    /// Opens an event named `name` tagged as a poll of task `task` (see the
+    /// collector's `tasks` module), without checking the gate: the tag is one field
+    /// written with the event, whatever the task.
+    #[inline(always)]
+    pub(crate) fn begin_poll(name: &'static str, task: u64) -> Trace {
+        Trace::begin_with(name, [(POLL_OF, Value::U64(task))])
     }
 }
 
@@ -217,6 +216,9 @@ mod tests {
     fn a_guard_is_two_words() {
         // Wider, it is stored to the stack and reloaded on every annotation (see
         // `Trace::event`).
-        assert_eq!(std::mem::size_of::<Trace>(), 2 * std::mem::size_of::<usize>());
+        assert_eq!(
+            std::mem::size_of::<Trace>(),
+            2 * std::mem::size_of::<usize>()
+        );
     }
 }

@@ -51,11 +51,10 @@ impl<F: Future> Future for Instrumented<F> {
         if !gate::is_open(USER_LEVEL) {
             return this.inner.poll(cx);
         }
-        let trace = Trace::begin(this.name);
         if *this.task == 0 {
             *this.task = next_task_id();
         }
-        trace.tag_poll(*this.task);
+        let trace = Trace::begin_poll(this.name, *this.task);
         let outer = CURRENT_POLL.with(|c| c.replace(&trace));
         // Restores the outer poll even if the inner future panics.
         struct Restore(*const Trace);

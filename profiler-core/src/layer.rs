@@ -28,7 +28,7 @@
 //! every forward pass (candle-transformers' layers) do neither, and stay plain slices.
 //!
 //! While no session records, each callback is one relaxed atomic load, except `on_exit`,
-//! which also looks at this thread's (empty) stack of open spans.
+//! which reads this thread's count of open spans instead (zero).
 //!
 //! Spans whose fields were given before a session started are recorded without those
 //! fields: keeping every span's fields while nothing records would cost every program
@@ -106,6 +106,10 @@ impl Visit for SpanFields {
 thread_local! {
     /// Spans entered on this thread and not yet exited, innermost last.
     static OPEN: RefCell<Vec<(Id, Trace)>> = const { RefCell::new(Vec::new()) };
+    /// How many entries `OPEN` holds. `on_exit` runs whether or not a session records
+    /// and reads this first: it has no destructor, so it is a plain thread-pointer
+    /// load, where reaching `OPEN` (which has one) checks its state and borrows it.
+    static OPEN_COUNT: Cell<usize> = const { Cell::new(0) };
     /// The span last exited on this thread and when: a span usually closes right after
     /// its last exit, and reusing that time saves a clock read per span.
     static LAST_EXIT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
@@ -166,11 +170,10 @@ where
         }
         let Some(span) = ctx.span(id) else { return };
         let metadata = span.metadata();
-        let trace = Trace::begin(metadata.name());
         // Every entry is tagged with its span: the collector turns a span entered more
         // than once (a span held across `.await`) into a task. Registry ids never use
         // the top bit, which marks prof's own futures.
-        trace.tag_poll(id.into_u64() & !PROF_TASK);
+        let trace = Trace::begin_poll(metadata.name(), id.into_u64() & !PROF_TASK);
         // Spans can only hold fields their callsite declares: skip the extensions lock
         // for the many that declare none.
         if !metadata.fields().is_empty() {
@@ -181,6 +184,7 @@ where
         let _ = OPEN.try_with(|open| {
             if let Ok(mut open) = open.try_borrow_mut() {
                 open.push((id.clone(), trace));
+                OPEN_COUNT.set(open.len());
             }
         });
     }
@@ -189,10 +193,15 @@ where
         // Not gated: a span entered while recording must close even if the session
         // stopped meanwhile. Exits may come out of order (a guard moved, an async span
         // exited on another path): close exactly the matching entry.
+        if OPEN_COUNT.get() == 0 {
+            return;
+        }
         let closed = OPEN.try_with(|open| {
             let mut open = open.try_borrow_mut().ok()?;
             let at = open.iter().rposition(|(open_id, _)| open_id == id)?;
-            Some(open.remove(at))
+            let entry = open.remove(at);
+            OPEN_COUNT.set(open.len());
+            Some(entry)
         });
         // Ended here, outside the borrow: ending the event never re-enters the stack.
         if let Ok(Some((_, trace))) = closed {

@@ -672,13 +672,24 @@ mod tests {
         assert_eq!((event.seq(), event.flags()), (seq, 0));
         event.set_flags(0b11);
         assert_eq!(event.flags(), 0b11);
-        assert_eq!(event.slot_ptr(), NonNull::from(&slot), "flags stay out of the address");
+        assert_eq!(
+            event.slot_ptr(),
+            NonNull::from(&slot),
+            "flags stay out of the address"
+        );
         assert_eq!(event.seq(), seq);
         assert!(event.of_generation(0x1_2345));
         assert!(!event.of_generation(0x1_2346));
         event.set_flags(0b01);
-        assert_eq!((event.flags(), event.slot_ptr()), (0b01, NonNull::from(&slot)));
-        assert_eq!(std::mem::size_of::<Option<EventRef>>(), 16, "two words, no tag");
+        assert_eq!(
+            (event.flags(), event.slot_ptr()),
+            (0b01, NonNull::from(&slot))
+        );
+        assert_eq!(
+            std::mem::size_of::<Option<EventRef>>(),
+            16,
+            "two words, no tag"
+        );
     }
 
     #[test]
