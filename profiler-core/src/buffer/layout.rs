@@ -70,7 +70,11 @@ impl Slot {
 }
 
 pub(super) struct Chunk {
-    pub(super) slots: Box<[Slot]>,
+    /// A fixed-size array, not a slice: the writer's index is then checked against a
+    /// constant it has just compared with, so the hot path has no length to load and
+    /// no bounds-check branch (branches there are costly on Intel cores whose jump
+    /// cache misses branches that straddle 32-byte lines).
+    pub(super) slots: Box<[Slot; CHUNK_SLOTS]>,
     pub(super) next: OnceLock<Box<Chunk>>,
     /// In a ring: the sequence number of the first record head written in this chunk
     /// on the writer's current lap through it (a string's bytes may spill over from
@@ -81,7 +85,13 @@ pub(super) struct Chunk {
 impl Chunk {
     pub(super) fn new() -> Box<Chunk> {
         Box::new(Chunk {
-            slots: (0..CHUNK_SLOTS).map(|_| Slot::new()).collect(),
+            // Built on the heap: a 32 KiB array on the stack of a thread with a small
+            // one could overflow it.
+            slots: (0..CHUNK_SLOTS)
+                .map(|_| Slot::new())
+                .collect::<Box<[Slot]>>()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("CHUNK_SLOTS slots were made")),
             next: OnceLock::new(),
             first_head: AtomicU64::new(u64::MAX),
         })

@@ -307,7 +307,8 @@ impl Writer {
     #[inline(always)]
     fn next_slot(&self) -> &Slot {
         let mut pos = self.pos.get();
-        if pos == CHUNK_SLOTS {
+        // `>=`, not `==`: then `pos` is known to be in range below, with no bounds check.
+        if pos >= CHUNK_SLOTS {
             self.next_chunk();
             pos = 0;
         }
