@@ -92,22 +92,66 @@ pub type Stats = thin_vec::ThinVec<XStat>;
 
 // Field numbers of `XEvent` in xplane.proto.
 const EVENT_METADATA_ID: u32 = 1;
+const EVENT_OFFSET_PS: u32 = 2;
 const EVENT_DURATION_PS: u32 = 3;
+const EVENT_NUM_OCCURRENCES: u32 = 5;
 const EVENT_STATS: u32 = 4;
+
+/// An event's scalar fields, encoded into one small array so that they reach the
+/// buffer in one `put_slice`: prost's encoder puts each varint byte by byte, each a
+/// capacity check, and those were half the time of encoding a profile.
+struct Scalars {
+    bytes: [u8; 3 * 11],
+    len: usize,
+}
+
+impl Scalars {
+    fn new() -> Scalars {
+        Scalars {
+            bytes: [0; 3 * 11],
+            len: 0,
+        }
+    }
+
+    /// Appends field `field` (below 16, so its key is one byte) as an int64 varint.
+    #[inline]
+    fn int64(&mut self, field: u32, value: i64) {
+        debug_assert!(field < 16);
+        // Key: field number and wire type 0 (varint); int64 is its two's complement.
+        self.bytes[self.len] = (field << 3) as u8;
+        self.len += 1;
+        let mut v = value as u64;
+        while v >= 0x80 {
+            self.bytes[self.len] = v as u8 | 0x80;
+            v >>= 7;
+            self.len += 1;
+        }
+        self.bytes[self.len] = v as u8;
+        self.len += 1;
+    }
+
+    fn put(&self, buf: &mut impl prost::bytes::BufMut) {
+        buf.put_slice(&self.bytes[..self.len]);
+    }
+}
 
 impl prost::Message for XEvent {
     fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
-        use prost::encoding::{int64, message};
+        use prost::encoding::message;
+        let mut scalars = Scalars::new();
         // proto3: scalars at their default value are not written.
         if self.metadata_id != 0 {
-            int64::encode(EVENT_METADATA_ID, &self.metadata_id, buf);
+            scalars.int64(EVENT_METADATA_ID, self.metadata_id);
         }
-        if let Some(data) = &self.data {
-            data.encode(buf);
+        match self.data {
+            Some(XEventData::OffsetPs(v)) => scalars.int64(EVENT_OFFSET_PS, v),
+            Some(XEventData::NumOccurrences(v)) => scalars.int64(EVENT_NUM_OCCURRENCES, v),
+            None => {}
         }
         if self.duration_ps != 0 {
-            int64::encode(EVENT_DURATION_PS, &self.duration_ps, buf);
+            scalars.int64(EVENT_DURATION_PS, self.duration_ps);
         }
+        scalars.put(buf);
         for stat in &self.stats {
             message::encode(EVENT_STATS, stat, buf);
         }
@@ -391,6 +435,33 @@ mod tests {
             line.encode_to_vec(),
             [0x08, 1, 0x48, 3, 0x50, 2, 0x5a, 1, b'd']
         );
+    }
+
+    #[test]
+    fn int64_fields_are_written_as_prost_writes_them() {
+        for field in [1, 2, 3, 5, 15] {
+            for value in [
+                0,
+                1,
+                -1,
+                127,
+                128,
+                300,
+                i64::MAX,
+                i64::MIN,
+                1 << 40,
+                -(1 << 40),
+            ] {
+                let (mut ours, mut prosts) = (Vec::new(), Vec::new());
+                let mut scalars = Scalars::new();
+                scalars.int64(field, value);
+                scalars.int64(field, value);
+                scalars.put(&mut ours);
+                prost::encoding::int64::encode(field, &value, &mut prosts);
+                prost::encoding::int64::encode(field, &value, &mut prosts);
+                assert_eq!(ours, prosts, "field {field}, value {value}");
+            }
+        }
     }
 
     #[test]

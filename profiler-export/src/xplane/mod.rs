@@ -5,6 +5,7 @@
 //! keeps each line's events encoded until they are walked, so converting a file takes
 //! about its size in memory rather than five to ten times it.
 
+mod encode;
 mod lazy;
 mod read;
 
@@ -20,9 +21,10 @@ pub(crate) use lazy::EncodedEvents;
 pub use lazy::LazySpace;
 pub use read::{ReadLimits, DEFAULT_MAX_BYTES, DEFAULT_MAX_STRINGS};
 
-/// Serializes a space as TensorFlow and JAX write it.
+/// Serializes a space as TensorFlow and JAX write it (the bytes prost's encoder
+/// writes, computing each event's length once: see `encode.rs`).
 pub fn encode(space: &XSpace) -> Vec<u8> {
-    space.encode_to_vec()
+    encode::encode(space)
 }
 
 /// Parses a `.xplane.pb` (from prof, JAX or TensorFlow; unknown fields are skipped).
