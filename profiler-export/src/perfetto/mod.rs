@@ -187,7 +187,7 @@ const ANNOTATION_STRING: u32 = 6;
 /// Appends `value` as a protobuf varint with one capacity check, not one per byte:
 /// prost's encoder, generic over `BufMut`, pushes byte by byte, and was the largest
 /// cost of the export (a sixth of it), at several varints per packet.
-#[inline]
+#[inline(always)]
 fn varint(buf: &mut Vec<u8>, mut value: u64) {
     if value < 0x80 {
         buf.push(value as u8);
@@ -204,21 +204,24 @@ fn varint(buf: &mut Vec<u8>, mut value: u64) {
     buf.extend_from_slice(&bytes[..=n]);
 }
 
-#[inline]
+#[inline(always)]
 fn key(buf: &mut Vec<u8>, field: u32, wire: WireType) {
     varint(buf, u64::from(field << 3 | wire as u32));
 }
 
+#[inline(always)]
 fn put_varint(buf: &mut Vec<u8>, field: u32, value: u64) {
     key(buf, field, WireType::Varint);
     varint(buf, value);
 }
 
+#[inline(always)]
 fn put_fixed64(buf: &mut Vec<u8>, field: u32, value: u64) {
     key(buf, field, WireType::SixtyFourBit);
     buf.extend_from_slice(&value.to_le_bytes());
 }
 
+#[inline(always)]
 fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     key(buf, field, WireType::LengthDelimited);
     varint(buf, bytes.len() as u64);
