@@ -8,7 +8,8 @@
 //! computed once, kept for the line's and the plane's prefixes, and used for its own.
 //! Everything else (ids, names, metadata, stats) goes through prost's field
 //! encoders. The bytes are prost's: the same fields in the same order (by field
-//! number, as prost-derive writes them), which a test checks.
+//! number, as prost-derive writes them), which a test checks. The kept lengths cost
+//! 8 bytes per event while encoding, beside the 15 or so of the output.
 
 use prost::encoding::{
     btree_map, encode_key, encode_varint, encoded_len_varint, int64, key_len, message, string,
