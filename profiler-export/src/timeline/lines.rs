@@ -22,7 +22,10 @@ pub(super) struct PlaneWalk<'a, 't> {
     links: LinkStats,
     /// Shared by all planes of the walk.
     tids: &'t mut Tids,
+    /// The counter tracks of the `_counters_` line being walked.
     counter_tracks: HashMap<(i64, i64), CounterTrack<'a>>,
+    /// Counter tracks made on the plane so far: the next one's number.
+    counter_count: u64,
 }
 
 impl<'a, 't> PlaneWalk<'a, 't> {
@@ -49,6 +52,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             links,
             tids,
             counter_tracks: HashMap::new(),
+            counter_count: 0,
         }
     }
 
@@ -170,6 +174,10 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         visitor: &mut V,
         totals: &mut Totals,
     ) -> Result<(), V::Error> {
+        // Each `_counters_` line's series are tracks of their own: with two on a plane
+        // (XProf's have one), a track shared by both would go back in time where the
+        // second line starts.
+        self.counter_tracks.clear();
         let base = self.timeline.origin.line_start_ps(line);
         timed(base, events, |at, event| {
             self.samples(at, event, visitor, totals)
@@ -201,7 +209,8 @@ impl<'a, 't> PlaneWalk<'a, 't> {
                     .plane
                     .stat_name(stat.metadata_id)
                     .unwrap_or(schema::COUNTER_VALUE);
-                let index = self.counter_tracks.len() as u64;
+                let index = self.counter_count;
+                self.counter_count += 1;
                 let track = CounterTrack {
                     pid: self.pid,
                     name: if series == schema::COUNTER_VALUE {
