@@ -19,24 +19,7 @@ use prost::Message;
 
 use profiler_core::xspace::{XLine, XPlane, XSpace};
 
-// Field numbers in xplane.proto.
-const SPACE_PLANES: u32 = 1;
-const SPACE_ERRORS: u32 = 2;
-const SPACE_WARNINGS: u32 = 3;
-const SPACE_HOSTNAMES: u32 = 4;
-const PLANE_ID: u32 = 1;
-const PLANE_NAME: u32 = 2;
-const PLANE_LINES: u32 = 3;
-const PLANE_EVENT_METADATA: u32 = 4;
-const PLANE_STAT_METADATA: u32 = 5;
-const PLANE_STATS: u32 = 6;
-const LINE_ID: u32 = 1;
-const LINE_NAME: u32 = 2;
-const LINE_TIMESTAMP_NS: u32 = 3;
-const LINE_EVENTS: u32 = 4;
-const LINE_DURATION_PS: u32 = 9;
-const LINE_DISPLAY_ID: u32 = 10;
-const LINE_DISPLAY_NAME: u32 = 11;
+use super::fields::*;
 
 /// Encodes `space` as prost would.
 pub(super) fn encode(space: &XSpace) -> Vec<u8> {

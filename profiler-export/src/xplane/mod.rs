@@ -6,6 +6,7 @@
 //! about its size in memory rather than five to ten times it.
 
 mod encode;
+mod fields;
 mod lazy;
 mod read;
 

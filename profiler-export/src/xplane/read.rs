@@ -23,6 +23,7 @@ use profiler_core::xspace::{XEvent, XEventMetadata, XLine, XPlane, XSpace, XStat
 use profiler_core::{Error, ErrorKind, Result};
 use prost::Message;
 
+use super::fields::*;
 use super::lazy::EncodedEvents;
 
 /// Default [`ReadLimits::max_bytes`]: 4 GiB.
@@ -203,25 +204,6 @@ const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
 const LEN: u8 = 2;
 const FIXED32: u8 = 5;
-
-// Field numbers of XSpace, XPlane and XLine (profiler_core::xspace).
-const SPACE_PLANES: u32 = 1;
-const SPACE_ERRORS: u32 = 2;
-const SPACE_WARNINGS: u32 = 3;
-const SPACE_HOSTNAMES: u32 = 4;
-const PLANE_ID: u32 = 1;
-const PLANE_NAME: u32 = 2;
-const PLANE_LINES: u32 = 3;
-const PLANE_EVENT_METADATA: u32 = 4;
-const PLANE_STAT_METADATA: u32 = 5;
-const PLANE_STATS: u32 = 6;
-const LINE_ID: u32 = 1;
-const LINE_NAME: u32 = 2;
-const LINE_TIMESTAMP_NS: u32 = 3;
-const LINE_EVENTS: u32 = 4;
-const LINE_DURATION_PS: u32 = 9;
-const LINE_DISPLAY_ID: u32 = 10;
-const LINE_DISPLAY_NAME: u32 = 11;
 
 /// One entry of `XPlane.event_metadata` as encoded (a map entry message).
 #[derive(Clone, PartialEq, prost::Message)]
