@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "buffer",
             "buffer::decode",
+            "buffer::event_ref",
             "buffer::layout",
             "buffer::registry",
             "buffer::ring",

@@ -17,18 +17,20 @@
 //!
 //! Bottom up: [`layout`] (slots, chunks, records), [`decode`] and [`ring`] (reading
 //! slots back, from a list or a ring), [`registry`] (every thread's buffer and the
-//! session they write), [`writer`] (the hot path).
+//! session they write), [`event_ref`] (an open event's handle), [`writer`] (the hot path).
 
 mod decode;
+mod event_ref;
 mod layout;
 mod registry;
 mod ring;
 mod writer;
 
+pub(crate) use event_ref::EventRef;
 #[cfg(test)]
 pub(crate) use layout::Slot;
 pub(crate) use layout::{Dropped, Record};
 pub(crate) use registry::{begin_session, buffers};
 pub(crate) use writer::{
-    add_field, begin_event_with, end_event, instant_event, sample, scope_of, span_event, EventRef,
+    add_field, begin_event_with, end_event, instant_event, sample, scope_of, span_event,
 };
