@@ -5,7 +5,7 @@
 #![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
 use prof::{ProfileOptions, ProfilerLayer};
@@ -13,7 +13,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 #[path = "../profiler-core/benches/support/mod.rs"]
 mod support;
-use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, timed, Case, Cmp, LongSession, Row, BATCH};
 
 #[prof::instrument]
 fn with_prof(x: u64) -> u64 {
@@ -102,10 +102,7 @@ fn instrument_interleaved() {
     let long = std::cell::RefCell::new(LongSession::start(ProfileOptions::default()));
     let timed = |f: fn(u64) -> u64, n: u64| {
         long.borrow_mut().reserve(2 * n);
-        let mut calls = calls(f);
-        let t0 = Instant::now();
-        calls(n);
-        t0.elapsed()
+        timed(n, calls(f))
     };
     let mut trace = |n| timed(with_trace, n);
     let mut instrument = |n| timed(with_prof, n);

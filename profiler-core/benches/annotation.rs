@@ -17,7 +17,7 @@ use criterion::{criterion_group, Criterion};
 use profiler_core::{trace, ProfileOptions};
 
 mod support;
-use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, timed, Case, Cmp, LongSession, Row, BATCH};
 
 struct NullReporter;
 impl fastrace::collector::Reporter for NullReporter {
@@ -143,13 +143,8 @@ criterion_group!(benches, annotations);
 /// The recording cases again, in turn, batch by batch: the goals' ratios per round.
 fn annotations_interleaved() {
     let long = RefCell::new(LongSession::start(ProfileOptions::default()));
-    let timed = |n: u64, f: &dyn Fn(u64)| {
-        let t0 = Instant::now();
-        f(n);
-        t0.elapsed()
-    };
     let mut clock = |n| {
-        timed(n, &|n| {
+        timed(n, |n| {
             for _ in 0..n {
                 black_box(profiler_core::clock::now());
                 black_box(profiler_core::clock::now());
@@ -158,7 +153,7 @@ fn annotations_interleaved() {
     };
     let mut prof = |n| {
         long.borrow_mut().reserve(2 * n);
-        timed(n, &|n| {
+        timed(n, |n| {
             for _ in 0..n {
                 let _t = trace!("span");
             }
@@ -166,7 +161,7 @@ fn annotations_interleaved() {
     };
     let mut prof_field = |n| {
         long.borrow_mut().reserve(2 * n);
-        timed(n, &|n| {
+        timed(n, |n| {
             for i in 0..n {
                 let _t = trace!("span", i = i);
             }
@@ -175,7 +170,7 @@ fn annotations_interleaved() {
     let mut fastrace = |n| {
         let root = fastrace::Span::root("root", fastrace::collector::SpanContext::random());
         let parent = root.set_local_parent();
-        let took = timed(n, &|n| {
+        let took = timed(n, |n| {
             for _ in 0..n {
                 let _s = fastrace::local::LocalSpan::enter_with_local_parent("span");
             }
@@ -187,7 +182,7 @@ fn annotations_interleaved() {
     let mut puffin = |n| {
         let took = {
             puffin::profile_scope!("outer");
-            timed(n, &|n| {
+            timed(n, |n| {
                 for _ in 0..n {
                     puffin::profile_scope!("span");
                 }

@@ -4,14 +4,14 @@
 #![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
 use std::cell::RefCell;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
 use profiler_core::{ProfileOptions, ProfilerLayer};
 use tracing_subscriber::layer::SubscriberExt;
 
 mod support;
-use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, timed, Case, Cmp, LongSession, Row, BATCH};
 
 fn spans(n: u64) {
     for _ in 0..n {
@@ -67,23 +67,19 @@ fn layer_interleaved() {
     let noop = tracing::Dispatch::new(tracing_subscriber::registry().with(NoopLayer));
     let prof = tracing::Dispatch::new(tracing_subscriber::registry().with(ProfilerLayer::new()));
     let long = RefCell::new(LongSession::start(ProfileOptions::default()));
-    let timed = |dispatch: &tracing::Dispatch, n: u64| {
-        tracing::dispatcher::with_default(dispatch, || {
-            let t0 = Instant::now();
-            spans(n);
-            t0.elapsed()
-        })
+    let under = |dispatch: &tracing::Dispatch, n: u64| {
+        tracing::dispatcher::with_default(dispatch, || timed(n, spans))
     };
-    let mut noop_case = |n| timed(&noop, n);
+    let mut noop_case = |n| under(&noop, n);
     let mut off = |n| {
         profiler_core::session::pause().unwrap();
-        let took = timed(&prof, n);
+        let took = under(&prof, n);
         profiler_core::session::resume().unwrap();
         took
     };
     let mut on = |n| {
         long.borrow_mut().reserve(3 * n);
-        timed(&prof, n)
+        under(&prof, n)
     };
     let mut cases: [Case<'_>; 3] = [
         ("registry+noop_layer", &mut noop_case),

@@ -10,14 +10,14 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
 use profiler_core::domain::{Domain, Marker, MarkerScope, Task};
 use profiler_core::{Counter, ProfileOptions, TrackingAllocator};
 
 mod support;
-use support::{batched, interleaved, print_table, Case, Cmp, LongSession, Row, BATCH};
+use support::{batched, interleaved, print_table, timed, Case, Cmp, LongSession, Row, BATCH};
 
 static DEPTH: Counter = Counter::new("depth");
 static D: Domain = Domain::new("bench");
@@ -108,15 +108,10 @@ criterion_group!(benches, objects);
 fn allocator_interleaved() {
     let tracking = TrackingAllocator::new(System);
     let long = std::cell::RefCell::new(LongSession::start(ProfileOptions::default()));
-    let timed = |a: &dyn Fn(u64), n: u64| {
-        let t0 = Instant::now();
-        a(n);
-        t0.elapsed()
-    };
-    let mut system = |n| timed(&|n| alloc_loop(&System, n), n);
+    let mut system = |n| timed(n, |n| alloc_loop(&System, n));
     let mut on = |n| {
         long.borrow_mut().reserve(BATCH);
-        timed(&|n| alloc_loop(&tracking, n), n)
+        timed(n, |n| alloc_loop(&tracking, n))
     };
     let mut cases: [Case<'_>; 2] = [
         ("system_alloc", &mut system),

@@ -15,6 +15,13 @@ pub const BATCH: u64 = 4096;
 /// prof restarts its session (untimed) before a session would hold more records.
 pub const SESSION_RECORDS: u64 = 1 << 20;
 
+/// How long `run` takes over `n` items.
+pub fn timed(n: u64, run: impl FnOnce(u64)) -> Duration {
+    let t0 = Instant::now();
+    run(n);
+    t0.elapsed()
+}
+
 /// Times `run` over `iters` items in batches, with untimed `setup`/`teardown` around
 /// each batch.
 pub fn batched<S>(
