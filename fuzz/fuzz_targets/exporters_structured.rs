@@ -246,14 +246,15 @@ fn plane(p: &Plane) -> XPlane {
             let mut evs: Vec<XEvent> = l
                 .events
                 .iter()
-                .map(|e| XEvent {
-                    metadata_id: e.id.get(events),
-                    data: e.offset.as_ref().map(|o| match o {
-                        Ok(v) => XEventData::OffsetPs(v.get()),
-                        Err(v) => XEventData::NumOccurrences(v.get()),
-                    }),
-                    duration_ps: e.duration_ps.get(),
-                    stats: e.stats.iter().map(|s| stat(s, stats)).collect(),
+                .map(|e| {
+                    let mut event = XEvent::new(e.id.get(events), 0, e.duration_ps.get())
+                        .with_stats(e.stats.iter().map(|s| stat(s, stats)).collect());
+                    match &e.offset {
+                        Some(Ok(v)) => event.set_data(XEventData::OffsetPs(v.get())),
+                        Some(Err(v)) => event.set_data(XEventData::NumOccurrences(v.get())),
+                        None => {}
+                    }
+                    event
                 })
                 .collect();
             if l.sorted {

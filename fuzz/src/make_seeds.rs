@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 
 use profiler_core::domain::{Domain, Frame, Marker, MarkerScope, Task};
 use profiler_core::schema;
-use profiler_core::xspace::{
-    sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace, XStat, XStatValue,
-};
+use profiler_core::xspace::{sort_events, PlaneBuilder, XEvent, XLine, XSpace, XStat, XStatValue};
 use profiler_core::{session, set_metadata, trace, Counter, ProfileOptions, Trace};
 use profiler_export::xplane;
 
@@ -72,12 +70,7 @@ fn session_domains() -> Result<XSpace, Error> {
 }
 
 fn ev(b: &mut PlaneBuilder, name: &str, start_ns: i64, dur_ns: i64) -> XEvent {
-    XEvent {
-        metadata_id: b.event_metadata_id(name),
-        data: Some(XEventData::OffsetPs(start_ns * 1000)),
-        duration_ps: dur_ns * 1000,
-        stats: Stats::new(),
-    }
+    XEvent::new(b.event_metadata_id(name), start_ns * 1000, dur_ns * 1000)
 }
 
 fn line(id: i64, name: &str, timestamp_ns: i64, mut events: Vec<XEvent>) -> XLine {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use profiler_core::schema;
-use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace};
+use profiler_core::xspace::{PlaneBuilder, XEvent, XLine, XSpace};
 use profiler_export::perfetto;
 use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
@@ -22,12 +22,7 @@ fn staircase() -> XSpace {
     let mut plane = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
     let name = plane.event_metadata_id("step");
     let events = (0..EVENTS)
-        .map(|i| XEvent {
-            metadata_id: name,
-            data: Some(XEventData::OffsetPs(i * 1_000_000)),
-            duration_ps: EVENTS * 1_000_000,
-            stats: Stats::new(),
-        })
+        .map(|i| XEvent::new(name, i * 1_000_000, EVENTS * 1_000_000))
         .collect();
     plane.add_line(XLine {
         id: 1,

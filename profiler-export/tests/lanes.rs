@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use profiler_core::schema;
-use profiler_core::xspace::{sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace};
+use profiler_core::xspace::{sort_events, PlaneBuilder, XEvent, XLine, XSpace};
 use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
 /// What the walk did, in order: slices as (lane, parent seq) and ends as (lane, end).
@@ -95,12 +95,7 @@ fn space(events: &[(i64, i64)]) -> XSpace {
     let name = plane.event_metadata_id("e");
     let events = events
         .iter()
-        .map(|&(start, dur)| XEvent {
-            metadata_id: name,
-            data: Some(XEventData::OffsetPs(start)),
-            duration_ps: dur,
-            stats: Stats::new(),
-        })
+        .map(|&(start, dur)| XEvent::new(name, start, dur))
         .collect();
     plane.add_line(XLine {
         id: 1,
@@ -122,14 +117,7 @@ fn walk(space: &XSpace) -> Placed {
 
 /// `events` in the walk's order, as the reference needs them.
 fn sorted(events: &[(i64, i64)]) -> Vec<(i64, i64)> {
-    let mut xs: Vec<XEvent> = events
-        .iter()
-        .map(|&(s, d)| XEvent {
-            data: Some(XEventData::OffsetPs(s)),
-            duration_ps: d,
-            ..XEvent::default()
-        })
-        .collect();
+    let mut xs: Vec<XEvent> = events.iter().map(|&(s, d)| XEvent::new(0, s, d)).collect();
     sort_events(&mut xs);
     xs.iter().map(|e| (e.offset_ps(), e.duration_ps)).collect()
 }

@@ -5,21 +5,14 @@
 use std::collections::HashMap;
 
 use profiler_core::schema;
-use profiler_core::xspace::{
-    PlaneBuilder, Stats, XEvent, XEventData, XEventMetadata, XLine, XSpace, XStatValue,
-};
+use profiler_core::xspace::{PlaneBuilder, XEvent, XEventMetadata, XLine, XSpace, XStatValue};
 use profiler_export::chrome;
 use profiler_export::perfetto::{self, proto};
 use prost::Message;
 use serde_json::Value;
 
 fn event(metadata_id: i64, start_ns: i64, dur_ns: i64) -> XEvent {
-    XEvent {
-        metadata_id,
-        data: Some(XEventData::OffsetPs(start_ns * 1000)),
-        duration_ps: dur_ns * 1000,
-        stats: Stats::new(),
-    }
+    XEvent::new(metadata_id, start_ns * 1000, dur_ns * 1000)
 }
 
 fn space(lines: Vec<XLine>, plane: PlaneBuilder) -> XSpace {

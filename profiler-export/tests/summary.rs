@@ -1,7 +1,7 @@
 //! Summary tables checked against a hand-built profile whose numbers are known.
 
 use profiler_core::schema;
-use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace, XStatValue};
+use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue};
 use profiler_core::Profile;
 use profiler_export::summary::{GroupBy, SortBy, SummaryOptions};
 use profiler_export::ProfileExport;
@@ -21,12 +21,7 @@ fn hand_built() -> Profile {
             stats.push(host.stat(schema::STEP_NUM, XStatValue::Int64(n)));
             stats.push(host.stat(schema::IS_ROOT, XStatValue::Int64(1)));
         }
-        XEvent {
-            metadata_id: host.event_metadata_id(name),
-            data: Some(XEventData::OffsetPs(from * US)),
-            duration_ps: (to - from) * US,
-            stats,
-        }
+        XEvent::new(host.event_metadata_id(name), from * US, (to - from) * US).with_stats(stats)
     };
     let main = vec![
         ev(&mut host, "Train", 0, 100, Some(0)),
@@ -43,14 +38,11 @@ fn hand_built() -> Profile {
     let bytes = host.event_metadata_id(schema::HOST_BYTES_IN_USE);
     let samples = [(50, 10.0), (90, 30.0), (150, 20.0)]
         .into_iter()
-        .map(|(at, v)| XEvent {
-            metadata_id: bytes,
-            data: Some(XEventData::OffsetPs(at * US)),
-            duration_ps: 0,
-            stats: Stats::from([profiler_core::xspace::XStat {
+        .map(|(at, v)| {
+            XEvent::new(bytes, at * US, 0).with_stats(Stats::from([profiler_core::xspace::XStat {
                 metadata_id: value,
                 value: Some(XStatValue::Double(v)),
-            }]),
+            }]))
         })
         .collect();
     for (id, name, events) in [
@@ -224,12 +216,7 @@ fn without_steps_shares_are_of_the_run() {
     let a = host.event_metadata_id("a");
     let events = [(0, 10), (30, 40)]
         .into_iter()
-        .map(|(from, to)| XEvent {
-            metadata_id: a,
-            data: Some(XEventData::OffsetPs(from * US)),
-            duration_ps: (to - from) * US,
-            stats: Stats::new(),
-        })
+        .map(|(from, to)| XEvent::new(a, from * US, (to - from) * US))
         .collect();
     host.add_line(XLine {
         id: 1,

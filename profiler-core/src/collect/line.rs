@@ -9,9 +9,7 @@ use crate::clock::TickScale;
 use crate::field::OwnedValue;
 use crate::schema;
 use crate::tags::{CLOSED, OBJECT_OF, POLL_OF};
-use crate::xspace::{
-    ps, sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XStat, XStatValue,
-};
+use crate::xspace::{ps, sort_events, PlaneBuilder, Stats, XEvent, XLine, XStat, XStatValue};
 
 /// Event names are `&'static str`s: most events share a few pointers, so they are
 /// looked up by address before the plane interns their text.
@@ -108,12 +106,11 @@ impl<'a> LineBuilder<'a> {
                     self.scale.to_ns(end).min(self.stop_ns)
                 };
                 self.seqs.push(seq);
-                self.events.push(XEvent {
-                    metadata_id: names.id(plane, name),
-                    data: Some(XEventData::OffsetPs(ps(start))),
-                    duration_ps: ps(end.max(start) - start),
-                    stats: Stats::new(),
-                });
+                self.events.push(XEvent::new(
+                    names.id(plane, name),
+                    ps(start),
+                    ps(end.max(start) - start),
+                ));
             }
             Record::Sample { name, at, value } => {
                 if at < self.since {
@@ -174,7 +171,7 @@ pub(super) fn build_line(mut events: Vec<XEvent>, line_id: u32, line_name: &str)
     let start_ps = events.iter().map(XEvent::offset_ps).min()?;
     let end_ps = events.iter().map(|e| e.offset_ps() + e.duration_ps).max()?;
     for e in &mut events {
-        e.data = Some(XEventData::OffsetPs(e.offset_ps() - start_ps));
+        e.set_offset_ps(e.offset_ps() - start_ps);
     }
     // Events were recorded in start order, so this stable sort is one linear pass
     // unless clock ticks tie.
@@ -254,16 +251,11 @@ mod tests {
 /// What the lane tests of `domains` and `tasks` share.
 #[cfg(test)]
 pub(super) mod lane_tests {
-    use crate::xspace::{Stats, XEvent, XEventData};
+    use crate::xspace::XEvent;
 
     /// An event from `start` to `end` ps.
     pub(crate) fn event(start: i64, end: i64) -> XEvent {
-        XEvent {
-            metadata_id: 1,
-            data: Some(XEventData::OffsetPs(start)),
-            duration_ps: end - start,
-            stats: Stats::new(),
-        }
+        XEvent::new(1, start, end - start)
     }
 
     /// The (start, end) of each event of each lane.

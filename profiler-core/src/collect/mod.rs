@@ -12,7 +12,7 @@ mod tasks;
 use crate::buffer::{self, Dropped};
 use crate::clock::{Anchor, TickScale};
 use crate::schema;
-use crate::xspace::{ps, PlaneBuilder, Stats, XEvent, XEventData, XSpace, XStat, XStatValue};
+use crate::xspace::{ps, PlaneBuilder, Stats, XEvent, XSpace, XStat, XStatValue};
 
 use line::{build_line, LineBuilder, NameCache};
 
@@ -78,12 +78,11 @@ pub(crate) fn collect(
         .map(|&(from, to)| {
             let from = scale.to_ns(from).min(stop_ns);
             let to = scale.to_ns(to).min(stop_ns);
-            XEvent {
-                metadata_id: host.event_metadata_id(schema::PAUSED),
-                data: Some(XEventData::OffsetPs(ps(from))),
-                duration_ps: ps(to.max(from) - from),
-                stats: Stats::new(),
-            }
+            XEvent::new(
+                host.event_metadata_id(schema::PAUSED),
+                ps(from),
+                ps(to.max(from) - from),
+            )
         })
         .collect();
     if let Some(line) = build_line(paused, schema::PROFILER_LINE_ID, schema::PROFILER_LINE) {
@@ -96,14 +95,11 @@ pub(crate) fn collect(
         let value = host.stat_metadata_id(schema::COUNTER_VALUE);
         let events = samples
             .into_iter()
-            .map(|(at, counter, v)| XEvent {
-                metadata_id: names.id(&mut host, counter),
-                data: Some(XEventData::OffsetPs(at)),
-                duration_ps: 0,
-                stats: Stats::from([XStat {
+            .map(|(at, counter, v)| {
+                XEvent::new(names.id(&mut host, counter), at, 0).with_stats(Stats::from([XStat {
                     metadata_id: value,
                     value: Some(XStatValue::Double(v)),
-                }]),
+                }]))
             })
             .collect();
         if let Some(line) = build_line(events, schema::COUNTERS_LINE_ID, schema::COUNTERS_LINE) {

@@ -35,7 +35,7 @@ use super::line::LineBuilder;
 use crate::gate::VERBOSE_LEVEL;
 use crate::schema;
 use crate::tags::PROF_TASK;
-use crate::xspace::{PlaneBuilder, Stats, XEvent, XEventData, XStatValue};
+use crate::xspace::{PlaneBuilder, Stats, XEvent, XStatValue};
 
 /// Level from which the polls of `tracing` tasks are linked by flows.
 const FLOW_LEVEL: u8 = VERBOSE_LEVEL;
@@ -226,12 +226,7 @@ fn lifetime(lines: &[LineBuilder<'_>], plane: &mut PlaneBuilder, task: &Task) ->
         .into_iter()
         .map(|(name, value)| plane.stat(name, XStatValue::Int64(value))),
     );
-    XEvent {
-        metadata_id: first.metadata_id,
-        data: Some(XEventData::OffsetPs(start)),
-        duration_ps: lifetime,
-        stats,
-    }
+    XEvent::new(first.metadata_id, start, lifetime).with_stats(stats)
 }
 
 /// Packs events sorted by start onto the fewest lanes on which none overlaps another.

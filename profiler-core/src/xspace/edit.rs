@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 
 use super::model::{
-    sort_events, XEvent, XEventData, XEventMetadata, XLine, XPlane, XStat, XStatMetadata,
-    XStatValue,
+    sort_events, XEvent, XEventMetadata, XLine, XPlane, XStat, XStatMetadata, XStatValue,
 };
 
 /// Interns names into a plane that already has metadata (the host plane a tracer adds
@@ -104,7 +103,7 @@ fn merge(line: &mut XLine, events: Vec<XEvent>) {
     let mut all: Vec<XEvent> = std::mem::take(&mut line.events)
         .into_iter()
         .map(|mut e| {
-            e.data = Some(XEventData::OffsetPs(old_base + e.offset_ps()));
+            e.set_offset_ps(old_base + e.offset_ps());
             e
         })
         .chain(events)
@@ -120,7 +119,7 @@ fn merge(line: &mut XLine, events: Vec<XEvent>) {
     // Line timestamps are whole nanoseconds; offsets keep the picoseconds.
     let base = start / 1000 * 1000;
     for e in &mut all {
-        e.data = Some(XEventData::OffsetPs(e.offset_ps() - base));
+        e.set_offset_ps(e.offset_ps() - base);
     }
     sort_events(&mut all);
     line.timestamp_ns = base / 1000;
@@ -131,7 +130,7 @@ fn merge(line: &mut XLine, events: Vec<XEvent>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xspace::{PlaneBuilder, Stats};
+    use crate::xspace::PlaneBuilder;
 
     #[test]
     fn interning_continues_the_ids_a_plane_already_has() {
@@ -148,12 +147,7 @@ mod tests {
 
     #[test]
     fn merging_rebases_a_line_on_its_earliest_event() {
-        let event = |at_ps: i64, dur_ps: i64| XEvent {
-            metadata_id: 1,
-            data: Some(XEventData::OffsetPs(at_ps)),
-            duration_ps: dur_ps,
-            stats: Stats::new(),
-        };
+        let event = |at_ps: i64, dur_ps: i64| XEvent::new(1, at_ps, dur_ps);
         let mut plane = XPlane::default();
         merge_into_line(&mut plane, 5, "api", vec![event(10_000, 1_000)]);
         assert_eq!(plane.lines[0].timestamp_ns, 10);

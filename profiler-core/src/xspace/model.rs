@@ -70,16 +70,22 @@ pub struct XLine {
 
 /// One timed event on a line.
 ///
-/// 40 bytes: a long session holds millions of these, so its stats sit behind one
-/// pointer ([`Stats`], null when empty) rather than a three-word `Vec`. That is why
-/// its protobuf encoding is written out below instead of derived: prost's derive
-/// wants a `Vec` for a repeated field.
+/// 32 bytes: a long session holds millions of these. So its stats sit behind one
+/// pointer ([`Stats`]) rather than a three-word `Vec`, and where it sits
+/// ([`XEventData`]: an offset, or an occurrence count) is one word, its low bit
+/// saying which; that costs the value its top bit, so offsets and counts are held
+/// within ±2^62 ([`XEvent::MAX_OFFSET_PS`], 53 days of picoseconds). The protobuf
+/// encoding is written out below instead of derived for the same reasons.
+///
+/// An event with neither an offset nor a count (the schema allows it) reads as
+/// offset 0, which is what XProf makes of it.
 #[derive(Clone, Default, PartialEq)]
 pub struct XEvent {
     /// Key into the plane's event metadata.
     pub metadata_id: i64,
-    /// Offset from the line's `timestamp_ns`, or an occurrence count for aggregates.
-    pub data: Option<XEventData>,
+    /// The value of [`XEvent::data`] shifted left by one, the low bit set for
+    /// [`XEventData::NumOccurrences`]: private, so that it is only set in range.
+    data: i64,
     /// Duration in picoseconds; zero makes an instant event.
     pub duration_ps: i64,
     /// The event's own stats (its fields).
@@ -143,10 +149,10 @@ impl prost::Message for XEvent {
         if self.metadata_id != 0 {
             scalars.int64(EVENT_METADATA_ID, self.metadata_id);
         }
-        match self.data {
-            Some(XEventData::OffsetPs(v)) => scalars.int64(EVENT_OFFSET_PS, v),
-            Some(XEventData::NumOccurrences(v)) => scalars.int64(EVENT_NUM_OCCURRENCES, v),
-            None => {}
+        // Written even when 0, as a oneof member is: its presence says which it is.
+        match self.data() {
+            XEventData::OffsetPs(v) => scalars.int64(EVENT_OFFSET_PS, v),
+            XEventData::NumOccurrences(v) => scalars.int64(EVENT_NUM_OCCURRENCES, v),
         }
         if self.duration_ps != 0 {
             scalars.int64(EVENT_DURATION_PS, self.duration_ps);
@@ -172,8 +178,23 @@ impl prost::Message for XEvent {
         match tag {
             EVENT_METADATA_ID => int64::merge(wire_type, &mut self.metadata_id, buf, ctx)
                 .map_err(|e| field(e, "metadata_id")),
-            2 | 5 => XEventData::merge(&mut self.data, tag, wire_type, buf, ctx)
-                .map_err(|e| field(e, "data")),
+            EVENT_OFFSET_PS | EVENT_NUM_OCCURRENCES => {
+                let (name, at) = if tag == EVENT_OFFSET_PS {
+                    ("offset_ps", XEventData::OffsetPs as fn(i64) -> XEventData)
+                } else {
+                    (
+                        "num_occurrences",
+                        XEventData::NumOccurrences as fn(i64) -> XEventData,
+                    )
+                };
+                let mut value = 0;
+                int64::merge(wire_type, &mut value, buf, ctx).map_err(|e| field(e, name))?;
+                if !(XEvent::MIN_OFFSET_PS..=XEvent::MAX_OFFSET_PS).contains(&value) {
+                    return Err(field(out_of_range(value), name));
+                }
+                self.set_data(at(value));
+                Ok(())
+            }
             EVENT_DURATION_PS => int64::merge(wire_type, &mut self.duration_ps, buf, ctx)
                 .map_err(|e| field(e, "duration_ps")),
             EVENT_STATS => {
@@ -192,9 +213,10 @@ impl prost::Message for XEvent {
         if self.metadata_id != 0 {
             len += int64::encoded_len(EVENT_METADATA_ID, &self.metadata_id);
         }
-        if let Some(data) = &self.data {
-            len += data.encoded_len();
-        }
+        len += match self.data() {
+            XEventData::OffsetPs(v) => int64::encoded_len(EVENT_OFFSET_PS, &v),
+            XEventData::NumOccurrences(v) => int64::encoded_len(EVENT_NUM_OCCURRENCES, &v),
+        };
         if self.duration_ps != 0 {
             len += int64::encoded_len(EVENT_DURATION_PS, &self.duration_ps);
         }
@@ -210,21 +232,30 @@ impl std::fmt::Debug for XEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("XEvent")
             .field("metadata_id", &self.metadata_id)
-            .field("data", &self.data)
+            .field("data", &self.data())
             .field("duration_ps", &self.duration_ps)
             .field("stats", &self.stats)
             .finish()
     }
 }
 
+/// The error for an offset or count that [`XEvent`] cannot hold.
+#[cold]
+fn out_of_range(value: i64) -> prost::DecodeError {
+    // The one way a hand-written `Message` can describe its own failure; prost marks
+    // it deprecated for users outside `Message` implementations.
+    #[allow(deprecated)]
+    prost::DecodeError::new(format!(
+        "{value} is beyond the ±2^62 (53 days of picoseconds) an event holds"
+    ))
+}
+
 /// Where an [`XEvent`] sits: at an offset on its line, or aggregated.
-#[derive(Clone, Copy, PartialEq, prost::Oneof)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XEventData {
     /// Picoseconds from the line's `timestamp_ns`.
-    #[prost(int64, tag = "2")]
     OffsetPs(i64),
     /// Number of occurrences of an aggregated event.
-    #[prost(int64, tag = "5")]
     NumOccurrences(i64),
 }
 
@@ -340,12 +371,77 @@ impl XPlane {
 }
 
 impl XEvent {
-    /// Offset from the line start in picoseconds (0 for aggregated events).
-    pub fn offset_ps(&self) -> i64 {
-        match self.data {
-            Some(XEventData::OffsetPs(ps)) => ps,
-            _ => 0,
+    /// The largest offset or occurrence count an event holds: 2^62 - 1 (53 days of
+    /// picoseconds). Larger values given to [`XEvent::set_data`] are held as this.
+    pub const MAX_OFFSET_PS: i64 = (1 << 62) - 1;
+    /// The smallest offset an event holds, -2^62.
+    pub const MIN_OFFSET_PS: i64 = -(1 << 62);
+
+    /// An event `offset_ps` from its line's start, without stats.
+    pub fn new(metadata_id: i64, offset_ps: i64, duration_ps: i64) -> XEvent {
+        let mut event = XEvent {
+            metadata_id,
+            duration_ps,
+            ..XEvent::default()
+        };
+        event.set_offset_ps(offset_ps);
+        event
+    }
+
+    /// An aggregated event: `num_occurrences` events of this metadata, together
+    /// lasting `duration_ps`.
+    pub fn aggregated(metadata_id: i64, num_occurrences: i64, duration_ps: i64) -> XEvent {
+        let mut event = XEvent {
+            metadata_id,
+            duration_ps,
+            ..XEvent::default()
+        };
+        event.set_data(XEventData::NumOccurrences(num_occurrences));
+        event
+    }
+
+    /// This event with these stats.
+    #[must_use]
+    pub fn with_stats(mut self, stats: Stats) -> XEvent {
+        self.stats = stats;
+        self
+    }
+
+    /// Where the event sits: at an offset on its line, or aggregated.
+    #[inline]
+    pub fn data(&self) -> XEventData {
+        let value = self.data >> 1;
+        if self.data & 1 == 0 {
+            XEventData::OffsetPs(value)
+        } else {
+            XEventData::NumOccurrences(value)
         }
+    }
+
+    /// Sets where the event sits, its value clamped to ±2^62
+    /// ([`XEvent::MAX_OFFSET_PS`]).
+    #[inline]
+    pub fn set_data(&mut self, data: XEventData) {
+        let (value, aggregated) = match data {
+            XEventData::OffsetPs(v) => (v, 0),
+            XEventData::NumOccurrences(v) => (v, 1),
+        };
+        self.data = value.clamp(XEvent::MIN_OFFSET_PS, XEvent::MAX_OFFSET_PS) << 1 | aggregated;
+    }
+
+    /// Offset from the line start in picoseconds (0 for aggregated events).
+    #[inline]
+    pub fn offset_ps(&self) -> i64 {
+        match self.data() {
+            XEventData::OffsetPs(ps) => ps,
+            XEventData::NumOccurrences(_) => 0,
+        }
+    }
+
+    /// Places the event `ps` from its line's start (clamped as [`XEvent::set_data`]).
+    #[inline]
+    pub fn set_offset_ps(&mut self, ps: i64) {
+        self.set_data(XEventData::OffsetPs(ps));
     }
 }
 
@@ -411,15 +507,10 @@ mod tests {
     #[test]
     fn field_numbers_match_the_public_schema() {
         // XEvent{metadata_id=1: 3, offset_ps=2: 5, duration_ps=3: 7}
-        let e = XEvent {
-            metadata_id: 3,
-            data: Some(XEventData::OffsetPs(5)),
-            duration_ps: 7,
-            stats: Stats::from([XStat {
-                metadata_id: 1,
-                value: Some(XStatValue::Int64(9)),
-            }]),
-        };
+        let e = XEvent::new(3, 5, 7).with_stats(Stats::from([XStat {
+            metadata_id: 1,
+            value: Some(XStatValue::Int64(9)),
+        }]));
         assert_eq!(
             e.encode_to_vec(),
             [0x08, 3, 0x10, 5, 0x18, 7, 0x22, 4, 0x08, 1, 0x20, 9]
@@ -465,31 +556,25 @@ mod tests {
     }
 
     #[test]
-    fn an_event_is_five_words_and_decodes_to_what_was_encoded() {
-        // What a long session's memory is made of: keep it at 40 bytes.
-        assert_eq!(std::mem::size_of::<XEvent>(), 40);
+    fn an_event_is_four_words_and_decodes_to_what_was_encoded() {
+        // What a long session's memory is made of: keep it at 32 bytes.
+        assert_eq!(std::mem::size_of::<XEvent>(), 32);
         let events = [
             XEvent::default(),
-            XEvent {
-                metadata_id: 3,
-                data: Some(XEventData::OffsetPs(-5)),
-                duration_ps: 7,
-                stats: Stats::from([
-                    XStat {
-                        metadata_id: 1,
-                        value: Some(XStatValue::Str("op".into())),
-                    },
-                    XStat {
-                        metadata_id: 2,
-                        value: Some(XStatValue::Double(0.5)),
-                    },
-                ]),
-            },
-            XEvent {
-                metadata_id: 4,
-                data: Some(XEventData::NumOccurrences(12)),
-                ..XEvent::default()
-            },
+            XEvent::new(3, -5, 7).with_stats(Stats::from([
+                XStat {
+                    metadata_id: 1,
+                    value: Some(XStatValue::Str("op".into())),
+                },
+                XStat {
+                    metadata_id: 2,
+                    value: Some(XStatValue::Double(0.5)),
+                },
+            ])),
+            XEvent::aggregated(4, 12, 0),
+            XEvent::new(1, XEvent::MAX_OFFSET_PS, 1),
+            XEvent::new(1, XEvent::MIN_OFFSET_PS, 1),
+            XEvent::aggregated(1, XEvent::MAX_OFFSET_PS, 1),
         ];
         for event in events {
             let bytes = event.encode_to_vec();
@@ -501,6 +586,8 @@ mod tests {
         bytes.extend([0x18, 7]);
         let e = XEvent::decode(&bytes[..]).expect("decodes");
         assert_eq!((e.metadata_id, e.duration_ps), (3, 7));
+        // Neither an offset nor a count: offset 0, as XProf reads it.
+        assert_eq!(e.data(), XEventData::OffsetPs(0));
         // A truncated stat is an error naming where it was.
         let err = XEvent::decode(&[0x22, 9, 0x08][..])
             .expect_err("truncated")
@@ -509,13 +596,59 @@ mod tests {
     }
 
     #[test]
+    fn where_an_event_sits_is_kept_apart_from_its_kind_and_clamped() {
+        for v in [
+            0,
+            1,
+            -1,
+            1 << 40,
+            -(1 << 40),
+            XEvent::MAX_OFFSET_PS,
+            XEvent::MIN_OFFSET_PS,
+        ] {
+            let mut e = XEvent::new(7, v, 9);
+            assert_eq!((e.data(), e.offset_ps()), (XEventData::OffsetPs(v), v));
+            e.set_data(XEventData::NumOccurrences(v));
+            assert_eq!(
+                (e.data(), e.offset_ps()),
+                (XEventData::NumOccurrences(v), 0)
+            );
+            assert_eq!((e.metadata_id, e.duration_ps), (7, 9));
+        }
+        let far = XEvent::new(1, i64::MAX, 0);
+        assert_eq!(far.offset_ps(), XEvent::MAX_OFFSET_PS);
+        assert_eq!(
+            XEvent::new(1, i64::MIN, 0).offset_ps(),
+            XEvent::MIN_OFFSET_PS
+        );
+        assert_eq!(
+            XEvent::aggregated(1, i64::MAX, 0).data(),
+            XEventData::NumOccurrences(XEvent::MAX_OFFSET_PS)
+        );
+    }
+
+    #[test]
+    fn an_offset_the_event_cannot_hold_is_an_error_naming_it() {
+        for (field, name) in [(0x10, "offset_ps"), (0x28, "num_occurrences")] {
+            for value in [
+                i64::MAX,
+                XEvent::MAX_OFFSET_PS + 1,
+                XEvent::MIN_OFFSET_PS - 1,
+            ] {
+                let mut bytes = vec![field];
+                prost::encoding::encode_varint(value as u64, &mut bytes);
+                let err = XEvent::decode(&bytes[..])
+                    .expect_err("out of range")
+                    .to_string();
+                assert!(err.contains(&format!("XEvent.{name}")), "{err}");
+                assert!(err.contains(&value.to_string()), "{err}");
+            }
+        }
+    }
+
+    #[test]
     fn sort_puts_parents_before_children() {
-        let ev = |off, dur| XEvent {
-            metadata_id: 1,
-            data: Some(XEventData::OffsetPs(off)),
-            duration_ps: dur,
-            stats: Stats::new(),
-        };
+        let ev = |off, dur| XEvent::new(1, off, dur);
         let mut events = vec![ev(5, 1), ev(0, 2), ev(0, 10)];
         sort_events(&mut events);
         let got: Vec<_> = events

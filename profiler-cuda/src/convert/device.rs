@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use profiler_core::schema;
 use profiler_core::xspace::{
-    merge_into_line, ps, PlaneBuilder, Stats, XEvent, XEventData, XPlane, XSpace, XStatValue,
+    merge_into_line, ps, PlaneBuilder, Stats, XEvent, XPlane, XSpace, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace, Placement};
@@ -216,12 +216,9 @@ impl DevicePlane {
     fn counter(&mut self, name: &str, at: u64, value: f64) {
         let p = &mut self.plane;
         let stat = p.stat(schema::COUNTER_VALUE, XStatValue::Double(value));
-        self.counters.push(XEvent {
-            metadata_id: p.event_metadata_id(name),
-            data: Some(XEventData::OffsetPs(ps(at))),
-            duration_ps: 0,
-            stats: Stats::from([stat]),
-        });
+        self.counters.push(
+            XEvent::new(p.event_metadata_id(name), ps(at), 0).with_stats(Stats::from([stat])),
+        );
     }
 
     fn caps(&mut self, d: &crate::activity::DeviceInfo) {
@@ -290,12 +287,12 @@ impl DevicePlane {
         if let Some(range) = nvtx_range {
             stats.push(p.stat(NVTX_RANGE, XStatValue::Str(range.clone())));
         }
-        let event = XEvent {
-            metadata_id: p.event_metadata_id(name),
-            data: Some(XEventData::OffsetPs(ps(start))),
-            duration_ps: ps(end.saturating_sub(start)),
-            stats,
-        };
+        let event = XEvent::new(
+            p.event_metadata_id(name),
+            ps(start),
+            ps(end.saturating_sub(start)),
+        )
+        .with_stats(stats);
         let (events, kinds) = self.streams.entry(at.stream_id).or_default();
         events.push(event);
         if !kinds.contains(&kind) {
@@ -333,7 +330,7 @@ fn share_one_timestamp(plane: &mut XPlane) {
             continue;
         }
         for e in &mut line.events {
-            e.data = Some(XEventData::OffsetPs(e.offset_ps() + shift_ps));
+            e.set_offset_ps(e.offset_ps() + shift_ps);
         }
         line.timestamp_ns = base;
         line.duration_ps += shift_ps;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
 use profiler_core::xspace::{
-    merge_into_line, ps, Interner, Stats, XEvent, XEventData, XPlane, XSpace, XStatValue,
+    merge_into_line, ps, Interner, Stats, XEvent, XPlane, XSpace, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace};
@@ -220,12 +220,14 @@ pub(super) fn add_api_calls(
             Stats::new()
         };
         out.api_kept += 1;
-        api_events.entry(line).or_default().push(XEvent {
-            metadata_id: names.event(plane, name),
-            data: Some(XEventData::OffsetPs(ps(start))),
-            duration_ps: ps(end.saturating_sub(start)),
-            stats,
-        });
+        api_events.entry(line).or_default().push(
+            XEvent::new(
+                names.event(plane, name),
+                ps(start),
+                ps(end.saturating_sub(start)),
+            )
+            .with_stats(stats),
+        );
     }
     if let (Some(h), Some(mut plane)) = (host, host_plane) {
         for ((id, name), events) in api_events {
@@ -522,12 +524,8 @@ mod tests {
             let stats = step
                 .map(|s| Stats::from([b.stat(schema::STEP_NUM, XStatValue::Int64(s))]))
                 .unwrap_or_default();
-            xevents.push(XEvent {
-                metadata_id: b.event_metadata_id(name),
-                data: Some(XEventData::OffsetPs(start)),
-                duration_ps: end - start,
-                stats,
-            });
+            xevents
+                .push(XEvent::new(b.event_metadata_id(name), start, end - start).with_stats(stats));
         }
         let mut plane = b.build();
         merge_into_line(&mut plane, 3, "main", xevents);

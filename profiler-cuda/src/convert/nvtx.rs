@@ -6,9 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use profiler_core::schema;
-use profiler_core::xspace::{
-    merge_into_line, ps, Interner, Stats, XEvent, XEventData, XSpace, XStatValue,
-};
+use profiler_core::xspace::{merge_into_line, ps, Interner, Stats, XEvent, XSpace, XStatValue};
 
 use crate::activity::{Activity, DeviceTrace, MarkerPhase};
 
@@ -182,12 +180,14 @@ pub(super) fn add_ranges(
                     Stats::from([names.stat(plane, schema::DOMAIN, XStatValue::Str(d.to_owned()))])
                 })
                 .unwrap_or_default();
-            events.push(XEvent {
-                metadata_id: names.event(plane, r.name),
-                data: Some(XEventData::OffsetPs(ps(start))),
-                duration_ps: ps(end.saturating_sub(start)),
-                stats,
-            });
+            events.push(
+                XEvent::new(
+                    names.event(plane, r.name),
+                    ps(start),
+                    ps(end.saturating_sub(start)),
+                )
+                .with_stats(stats),
+            );
         }
         if !events.is_empty() {
             let id = i64::from(schema::DEVICE_MARKER_LINES_ID + (thread & 0xff_ffff));

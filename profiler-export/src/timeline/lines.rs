@@ -257,8 +257,8 @@ fn timed<E>(
     events: Events<'_>,
     mut f: impl FnMut(i64, &XEvent) -> Result<(), E>,
 ) -> Result<(), E> {
-    events.for_each(true, |event| match event.data {
-        Some(XEventData::OffsetPs(offset)) => f(base.saturating_add(offset), event),
-        _ => Ok(()),
+    events.for_each(true, |event| match event.data() {
+        XEventData::OffsetPs(offset) => f(base.saturating_add(offset), event),
+        XEventData::NumOccurrences(_) => Ok(()),
     })
 }

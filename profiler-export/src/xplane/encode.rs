@@ -209,11 +209,10 @@ mod tests {
             metadata_id: id,
             value: Some(value),
         };
-        let event = |id, offset, duration, stats: Vec<XStat>| XEvent {
-            metadata_id: id,
-            data: offset,
-            duration_ps: duration,
-            stats: stats.into_iter().collect(),
+        let event = |id, data, duration, stats: Vec<XStat>| {
+            let mut e = XEvent::new(id, 0, duration).with_stats(stats.into_iter().collect());
+            e.set_data(data);
+            e
         };
         let line = |id, events| XLine {
             id,
@@ -255,25 +254,30 @@ mod tests {
                         line(
                             1,
                             vec![
-                                event(1, Some(XEventData::OffsetPs(5)), 10, vec![]),
+                                event(1, XEventData::OffsetPs(5), 10, vec![]),
                                 event(
                                     1,
-                                    Some(XEventData::OffsetPs(-1 << 40)),
+                                    XEventData::OffsetPs(-1 << 40),
                                     0,
                                     vec![
                                         stat(2, XStatValue::Int64(-3)),
                                         stat(2, XStatValue::Str("x".repeat(300))),
                                     ],
                                 ),
-                                event(0, Some(XEventData::NumOccurrences(7)), 1 << 50, vec![]),
-                                event(1, None, 3, vec![stat(2, XStatValue::Double(0.5))]),
+                                event(0, XEventData::NumOccurrences(7), 1 << 50, vec![]),
+                                event(
+                                    1,
+                                    XEventData::OffsetPs(0),
+                                    3,
+                                    vec![stat(2, XStatValue::Double(0.5))],
+                                ),
                             ],
                         ),
                         line(0, vec![]),
                         line(
                             2,
                             (0..200)
-                                .map(|i| event(1, Some(XEventData::OffsetPs(i)), i, vec![]))
+                                .map(|i| event(1, XEventData::OffsetPs(i), i, vec![]))
                                 .collect(),
                         ),
                     ],
@@ -285,10 +289,7 @@ mod tests {
                 XPlane {
                     id: 0,
                     name: String::new(),
-                    lines: vec![line(
-                        3,
-                        vec![event(2, Some(XEventData::OffsetPs(1)), 1, vec![])],
-                    )],
+                    lines: vec![line(3, vec![event(2, XEventData::OffsetPs(1), 1, vec![])])],
                     ..XPlane::default()
                 },
             ],

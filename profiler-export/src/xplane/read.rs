@@ -346,10 +346,11 @@ impl<R: BufRead> Parser<R> {
                         // read, not the walk.
                         encoded.push(&self.buf, &self.scratch);
                     } else {
-                        line.events.push(XEvent {
-                            stats: self.scratch.stats.drain(..).collect(),
-                            ..self.scratch.clone()
-                        });
+                        let stats = self.scratch.stats.drain(..).collect();
+                        // The scratch's stats are drained: the clone allocates nothing.
+                        let mut event = self.scratch.clone();
+                        event.stats = stats;
+                        line.events.push(event);
                     }
                 }
                 _ => self.skip(wire, end)?,

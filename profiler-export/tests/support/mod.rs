@@ -2,9 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use profiler_core::schema;
-use profiler_core::xspace::{
-    sort_events, PlaneBuilder, Stats, XEvent, XEventData, XLine, XSpace, XStatValue,
-};
+use profiler_core::xspace::{sort_events, PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue};
 
 /// Wall-clock start of the fixture: 2023-11-14T22:13:20Z.
 pub const START_UNIX_NS: u64 = 1_700_000_000_000_000_000;
@@ -19,12 +17,7 @@ pub const COUNTER_SAMPLES: u64 = 3;
 pub const FLOWS: u64 = 2;
 
 fn ev(b: &mut PlaneBuilder, name: &str, start_ns: i64, dur_ns: i64) -> XEvent {
-    XEvent {
-        metadata_id: b.event_metadata_id(name),
-        data: Some(XEventData::OffsetPs(start_ns * 1000)),
-        duration_ps: dur_ns * 1000,
-        stats: Stats::new(),
-    }
+    XEvent::new(b.event_metadata_id(name), start_ns * 1000, dur_ns * 1000)
 }
 
 fn line(id: i64, name: &str, timestamp_ns: i64, mut events: Vec<XEvent>) -> XLine {
@@ -155,19 +148,17 @@ pub fn large_space(n: usize, threads: usize) -> XSpace {
                 1..=4 => (1 + (k % 2), 1000 * k as i64, 900, Some((batch, 32))),
                 _ => (3 + (k % 2), 1000 * k as i64, 900, None),
             };
-            events.push(XEvent {
-                metadata_id: names[name],
-                data: Some(XEventData::OffsetPs((step * 10_000 + start) * 1000)),
-                duration_ps: dur * 1000,
-                stats: stat
-                    .map(|(id, v)| {
+            events.push(
+                XEvent::new(names[name], (step * 10_000 + start) * 1000, dur * 1000).with_stats(
+                    stat.map(|(id, v)| {
                         Stats::from([profiler_core::xspace::XStat {
                             metadata_id: id,
                             value: Some(XStatValue::Int64(v)),
                         }])
                     })
                     .unwrap_or_default(),
-            });
+                ),
+            );
         }
         host.add_line(XLine {
             id: t as i64 + 1,
