@@ -167,15 +167,30 @@ fn find_seq(seqs: &[u64], seq: u64) -> Option<usize> {
 
 /// A line from events with session-relative offsets: the line starts at its first
 /// event, and offsets become relative to it.
+///
+/// Two passes over the events, each reading them once from memory (a long line's
+/// events are far bigger than the cache): the bounds, then the rebase, which also
+/// checks the order, so that the sort runs only when clock ticks tied.
 pub(super) fn build_line(mut events: Vec<XEvent>, line_id: u32, line_name: &str) -> Option<XLine> {
-    let start_ps = events.iter().map(XEvent::offset_ps).min()?;
-    let end_ps = events.iter().map(|e| e.offset_ps() + e.duration_ps).max()?;
+    let (start_ps, end_ps) = events.iter().fold(None, |bounds, e| {
+        let (start, end) = (e.offset_ps(), e.offset_ps() + e.duration_ps);
+        Some(match bounds {
+            None => (start, end),
+            Some((low, high)) => (start.min(low), end.max(high)),
+        })
+    })?;
+    let mut in_order = true;
+    let mut last = (i64::MIN, i64::MAX);
     for e in &mut events {
-        e.set_offset_ps(e.offset_ps() - start_ps);
+        let at = (e.offset_ps() - start_ps, e.duration_ps);
+        e.set_offset_ps(at.0);
+        // XProf's order: offset ascending, then duration descending.
+        in_order &= at.0 > last.0 || (at.0 == last.0 && at.1 <= last.1);
+        last = at;
     }
-    // Events were recorded in start order, so this stable sort is one linear pass
-    // unless clock ticks tie.
-    sort_events(&mut events);
+    if !in_order {
+        sort_events(&mut events);
+    }
     events.shrink_to_fit();
     Some(XLine {
         id: i64::from(line_id),
@@ -230,7 +245,34 @@ fn stat_value(value: OwnedValue) -> XStatValue {
 
 #[cfg(test)]
 mod tests {
-    use super::find_seq;
+    use super::{build_line, find_seq};
+    use crate::xspace::XEvent;
+
+    #[test]
+    fn a_line_starts_at_its_earliest_event_and_is_in_xprofs_order() {
+        let spans = |events: &[XEvent]| -> Vec<(i64, i64)> {
+            events
+                .iter()
+                .map(|e| (e.offset_ps(), e.duration_ps))
+                .collect()
+        };
+        // In order already, and out of order (ticks tied, or a later start first).
+        let in_order = [(5_000, 9_000), (5_000, 2_000), (6_000, 0), (20_000, 4_000)];
+        let shuffled = [(6_000, 0), (5_000, 2_000), (20_000, 4_000), (5_000, 9_000)];
+        for events in [in_order, shuffled] {
+            let events = events
+                .iter()
+                .map(|&(at, d)| XEvent::new(1, at, d))
+                .collect();
+            let line = build_line(events, 3, "t").expect("a line");
+            assert_eq!((line.timestamp_ns, line.duration_ps), (5, 19_000));
+            assert_eq!(
+                spans(&line.events),
+                [(0, 9_000), (0, 2_000), (1_000, 0), (15_000, 4_000)]
+            );
+        }
+        assert!(build_line(Vec::new(), 3, "t").is_none());
+    }
 
     #[test]
     fn galloping_from_the_end_finds_what_a_binary_search_finds() {
