@@ -63,6 +63,7 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
         out: io::BufWriter::new(out),
         first: true,
         flows: Vec::new(),
+        pid_tid: ((0, 0), Vec::new()),
     };
     writer
         .out
@@ -111,6 +112,9 @@ struct Writer<'a, W> {
     first: bool,
     /// Flow ends met so far, written after the slices.
     flows: Vec<FlowEnd<'a>>,
+    /// The last `"pid":P,"tid":T` written, with its pid and tid: slices come a thread
+    /// at a time, so this is nearly always the next one too.
+    pid_tid: ((u32, u32), Vec<u8>),
 }
 
 /// One end of a flow: where its slice starts.
@@ -134,10 +138,16 @@ impl<'a, W: Write> Writer<'a, W> {
 
     /// `"pid":P,"tid":T`
     fn pid_tid(&mut self, pid: u32, tid: u32) -> io::Result<()> {
-        self.out.write_all(b"\"pid\":")?;
-        int(&mut self.out, pid)?;
-        self.out.write_all(b",\"tid\":")?;
-        int(&mut self.out, tid)
+        let (at, text) = &mut self.pid_tid;
+        if *at != (pid, tid) || text.is_empty() {
+            text.clear();
+            text.extend_from_slice(b"\"pid\":");
+            text.extend_from_slice(itoa::Buffer::new().format(pid).as_bytes());
+            text.extend_from_slice(b",\"tid\":");
+            text.extend_from_slice(itoa::Buffer::new().format(tid).as_bytes());
+            *at = (pid, tid);
+        }
+        self.out.write_all(text)
     }
 
     /// An `M` event `what` with the one argument `key: value`.

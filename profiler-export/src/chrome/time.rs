@@ -24,26 +24,56 @@ pub(super) fn ns(ps: i64) -> i64 {
 
 /// Writes `ns` nanoseconds as microseconds, from integers: exact, trailing zeros of
 /// the three decimals dropped (`1234.5`, `2`).
+///
+/// Formatted into one stack buffer and written with one call: two timestamps per
+/// slice, and each write of a piece of unknown length is a call to `memcpy`.
 pub(super) fn micros(out: &mut impl Write, ns: i64) -> io::Result<()> {
-    if ns < 0 {
-        out.write_all(b"-")?;
-    }
+    // Sign, 17 integer digits of i64::MIN / 1000, point and three decimals.
+    let mut buf = [0u8; 24];
+    let mut at = buf.len();
     let abs = ns.unsigned_abs();
-    let mut buf = itoa::Buffer::new();
-    out.write_all(buf.format(abs / 1000).as_bytes())?;
     let frac = abs % 1000;
-    if frac == 0 {
-        return Ok(());
+    if frac != 0 {
+        let digits = [
+            b'.',
+            digit(frac / 100),
+            digit(frac / 10 % 10),
+            digit(frac % 10),
+        ];
+        let len = 4 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
+        at -= len;
+        buf[at..at + len].copy_from_slice(&digits[..len]);
     }
-    let digits = [
-        b'.',
-        digit(frac / 100),
-        digit(frac / 10 % 10),
-        digit(frac % 10),
-    ];
-    let len = 4 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
-    out.write_all(&digits[..len])
+    // Two digits per division, as itoa does.
+    let mut whole = abs / 1000;
+    while whole >= 100 {
+        let pair = 2 * (whole % 100) as usize;
+        whole /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if whole >= 10 {
+        let pair = 2 * whole as usize;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        buf[at] = digit(whole);
+    }
+    if ns < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    out.write_all(&buf[at..])
 }
+
+/// "00" to "99".
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
 
 fn digit(d: u64) -> u8 {
     b'0' + (d % 10) as u8
@@ -119,6 +149,10 @@ mod tests {
         assert_eq!(text(|o| micros(o, 7)), "0.007");
         assert_eq!(text(|o| micros(o, 0)), "0");
         assert_eq!(text(|o| micros(o, -1_500)), "-1.5");
+        assert_eq!(text(|o| micros(o, 10_000_000_000)), "10000000");
+        assert_eq!(text(|o| micros(o, 1_000_020)), "1000.02");
+        assert_eq!(text(|o| micros(o, i64::MIN)), "-9223372036854775.808");
+        assert_eq!(text(|o| micros(o, i64::MAX)), "9223372036854775.807");
         assert_eq!(ns(999), 0);
         assert_eq!(ns(-1), -1);
     }
