@@ -190,12 +190,20 @@ impl FlowIndex {
     }
 
     /// The flows that start and end at `event`, on a plane with link stats `stats`.
+    ///
+    /// Inlined for its test alone: most profiles have no flows, and the call with its
+    /// two `FlowIds` returned through memory took a tenth of the Chrome JSON export.
+    #[inline]
     pub(super) fn of(&self, stats: &LinkStats, event: &XEvent) -> (FlowIds, FlowIds) {
+        if self.matched.is_empty() || event.duration_ps <= 0 {
+            return (FlowIds::default(), FlowIds::default());
+        }
+        self.of_linked(stats, event)
+    }
+
+    fn of_linked(&self, stats: &LinkStats, event: &XEvent) -> (FlowIds, FlowIds) {
         let mut out = FlowIds::default();
         let mut inn = FlowIds::default();
-        if self.matched.is_empty() || event.duration_ps <= 0 {
-            return (out, inn);
-        }
         for link in stats.links(event) {
             let id = link.id();
             if let Some(&backwards) = self.matched.get(&id) {
