@@ -1,6 +1,6 @@
 //! [`LazySpace`]: a space whose events stay encoded until they are walked.
 //!
-//! A decoded [`XEvent`] takes 40 bytes, and its first stat a 176-byte block (room
+//! A decoded [`XEvent`] takes 32 bytes, and its first stat a 176-byte block (room
 //! for four), where the file spends 15 to 25 bytes on the event: a decoded profile is
 //! three to ten times its file. Converting a file needs each event only while it is
 //! written out, so here each line keeps its events as the file had them (length, then
