@@ -61,10 +61,7 @@ fn export(c: &mut Criterion) {
         b.iter(|| chrome::write_to(profile.xspace(), std::io::sink()).unwrap())
     });
     g.bench_function("chrome_json_gz", |b| {
-        b.iter(|| {
-            let gz = flate2::write::GzEncoder::new(std::io::sink(), flate2::Compression::fast());
-            chrome::write_to(profile.xspace(), gz).unwrap()
-        })
+        b.iter(|| chrome::write_gz_to(profile.xspace(), std::io::sink()).unwrap())
     });
     g.finish();
 }

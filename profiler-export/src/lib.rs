@@ -29,6 +29,7 @@ pub mod atomic;
 pub mod chrome;
 pub mod convert;
 pub mod formats;
+mod gzip;
 pub mod link;
 pub mod logdir;
 #[cfg(feature = "otlp")]
