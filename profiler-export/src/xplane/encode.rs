@@ -15,6 +15,8 @@ use prost::encoding::{
     btree_map, encode_key, encode_varint, encoded_len_varint, int64, key_len, message, string,
     WireType,
 };
+use std::io::{self, Write};
+
 use prost::Message;
 
 use profiler_core::xspace::{XLine, XPlane, XSpace};
@@ -23,6 +25,35 @@ use super::fields::*;
 
 /// Encodes `space` as prost would.
 pub(super) fn encode(space: &XSpace) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Never handed over (`spill_at` is never reached), so nothing can fail.
+    let _ = encode_with(space, &mut out, usize::MAX, &mut |_| Ok(()));
+    out
+}
+
+/// Bytes encoded before they go to the writer: the file is never whole in memory.
+const BLOCK: usize = 1 << 20;
+
+/// Encodes `space` as prost would into `w`, a block at a time, so that a long
+/// session's file is not held in memory beside its profile.
+pub(super) fn encode_to(space: &XSpace, w: &mut impl Write) -> io::Result<()> {
+    let mut out = Vec::with_capacity(BLOCK + 64);
+    encode_with(space, &mut out, BLOCK, &mut |bytes: &mut Vec<u8>| {
+        w.write_all(bytes)?;
+        bytes.clear();
+        Ok(())
+    })?;
+    w.write_all(&out)
+}
+
+/// Encodes `space` into `out`, handing `out` to `spill` (which empties it) whenever it
+/// holds `spill_at` bytes or more after an event.
+fn encode_with(
+    space: &XSpace,
+    out: &mut Vec<u8>,
+    spill_at: usize,
+    spill: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
     let lines = || space.planes.iter().flat_map(|p| &p.lines);
     // Every event's length, in walk order, computed once; then every line's and
     // every plane's from them.
@@ -53,17 +84,45 @@ pub(super) fn encode(space: &XSpace) -> Vec<u8> {
         + string::encoded_len_repeated(SPACE_WARNINGS, &space.warnings)
         + string::encoded_len_repeated(SPACE_HOSTNAMES, &space.hostnames);
 
-    let mut out = Vec::with_capacity(total);
+    out.reserve(total.min(spill_at.saturating_add(64)));
+    let mut out = Spilling {
+        out,
+        spill_at,
+        spill,
+        spilled: 0,
+    };
     let (mut events, mut lines) = (&event_lens[..], &line_lens[..]);
     for (plane, &len) in space.planes.iter().zip(&plane_lens) {
-        prefix(SPACE_PLANES, len, &mut out);
-        put_plane(plane, &mut lines, &mut events, &mut out);
+        prefix(SPACE_PLANES, len, out.out);
+        put_plane(plane, &mut lines, &mut events, &mut out)?;
     }
-    string::encode_repeated(SPACE_ERRORS, &space.errors, &mut out);
-    string::encode_repeated(SPACE_WARNINGS, &space.warnings, &mut out);
-    string::encode_repeated(SPACE_HOSTNAMES, &space.hostnames, &mut out);
-    debug_assert_eq!(out.len(), total);
-    out
+    let out_ = &mut *out.out;
+    string::encode_repeated(SPACE_ERRORS, &space.errors, out_);
+    string::encode_repeated(SPACE_WARNINGS, &space.warnings, out_);
+    string::encode_repeated(SPACE_HOSTNAMES, &space.hostnames, out_);
+    debug_assert_eq!(out.spilled + out.out.len(), total);
+    Ok(())
+}
+
+/// The encoder's output, handed over whenever it passes `spill_at` bytes.
+struct Spilling<'a> {
+    out: &'a mut Vec<u8>,
+    spill_at: usize,
+    spill: &'a mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    /// Bytes handed over so far.
+    spilled: usize,
+}
+
+impl Spilling<'_> {
+    /// Checked after each event: lines hold nearly all of a profile's bytes.
+    #[inline]
+    fn after_event(&mut self) -> io::Result<()> {
+        if self.out.len() >= self.spill_at {
+            self.spilled += self.out.len();
+            (self.spill)(self.out)?;
+        }
+        Ok(())
+    }
 }
 
 /// The length of repeated message field `field` whose messages are `lens` long.
@@ -107,13 +166,19 @@ fn plane_tail_len(plane: &XPlane) -> usize {
 
 /// Writes `plane`, taking its lines' lengths from `lines` and their events' from
 /// `events`.
-fn put_plane(plane: &XPlane, lines: &mut &[usize], events: &mut &[usize], out: &mut Vec<u8>) {
-    put_int64(PLANE_ID, plane.id, out);
-    put_string(PLANE_NAME, &plane.name, out);
+fn put_plane(
+    plane: &XPlane,
+    lines: &mut &[usize],
+    events: &mut &[usize],
+    spilling: &mut Spilling<'_>,
+) -> io::Result<()> {
+    put_int64(PLANE_ID, plane.id, spilling.out);
+    put_string(PLANE_NAME, &plane.name, spilling.out);
     for (line, &len) in plane.lines.iter().zip(take(lines, plane.lines.len())) {
-        prefix(PLANE_LINES, len, out);
-        put_line(line, take(events, line.events.len()), out);
+        prefix(PLANE_LINES, len, spilling.out);
+        put_line(line, take(events, line.events.len()), spilling)?;
     }
+    let out = &mut *spilling.out;
     btree_map::encode(
         int64::encode,
         int64::encoded_len,
@@ -135,6 +200,7 @@ fn put_plane(plane: &XPlane, lines: &mut &[usize], events: &mut &[usize], out: &
     for stat in &plane.stats {
         message::encode(PLANE_STATS, stat, out);
     }
+    Ok(())
 }
 
 /// The line's fields numbered below its events'.
@@ -151,17 +217,20 @@ fn line_tail_len(line: &XLine) -> usize {
         + string_len(LINE_DISPLAY_NAME, &line.display_name)
 }
 
-fn put_line(line: &XLine, event_lens: &[usize], out: &mut Vec<u8>) {
-    put_int64(LINE_ID, line.id, out);
-    put_string(LINE_NAME, &line.name, out);
-    put_int64(LINE_TIMESTAMP_NS, line.timestamp_ns, out);
+fn put_line(line: &XLine, event_lens: &[usize], spilling: &mut Spilling<'_>) -> io::Result<()> {
+    put_int64(LINE_ID, line.id, spilling.out);
+    put_string(LINE_NAME, &line.name, spilling.out);
+    put_int64(LINE_TIMESTAMP_NS, line.timestamp_ns, spilling.out);
     for (event, &len) in line.events.iter().zip(event_lens) {
-        prefix(LINE_EVENTS, len, out);
-        event.encode_raw(out);
+        prefix(LINE_EVENTS, len, spilling.out);
+        event.encode_raw(spilling.out);
+        spilling.after_event()?;
     }
+    let out = &mut *spilling.out;
     put_int64(LINE_DURATION_PS, line.duration_ps, out);
     put_int64(LINE_DISPLAY_ID, line.display_id, out);
     put_string(LINE_DISPLAY_NAME, &line.display_name, out);
+    Ok(())
 }
 
 // proto3: a scalar at its default value is not written.
@@ -302,5 +371,61 @@ mod tests {
             encode(&XSpace::default()),
             XSpace::default().encode_to_vec()
         );
+        // Handed over in blocks of any size, the bytes are the same.
+        for spill_at in [1, 7, 100, 1 << 30] {
+            let (mut out, mut written, mut handovers) = (Vec::new(), Vec::new(), 0);
+            encode_with(&space, &mut out, spill_at, &mut |bytes: &mut Vec<u8>| {
+                assert!(bytes.len() >= spill_at);
+                written.extend_from_slice(bytes);
+                bytes.clear();
+                handovers += 1;
+                Ok(())
+            })
+            .expect("encoded");
+            written.extend_from_slice(&out);
+            assert_eq!(written, space.encode_to_vec(), "blocks of {spill_at}");
+            assert_eq!(
+                handovers > 0,
+                spill_at < written.len(),
+                "blocks of {spill_at}"
+            );
+        }
+        let mut streamed = Vec::new();
+        encode_to(&space, &mut streamed).expect("encoded");
+        assert_eq!(streamed, space.encode_to_vec());
+    }
+
+    /// A writer that takes `left` bytes, then fails as a full disk does.
+    struct FillsUp(usize);
+
+    impl Write for FillsUp {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+            }
+            let n = buf.len().min(self.0);
+            self.0 -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_stops_the_encoding_with_its_error() {
+        let line = XLine {
+            events: (0..300_000).map(|i| XEvent::new(1, i, i)).collect(),
+            ..XLine::default()
+        };
+        let space = XSpace {
+            planes: vec![XPlane {
+                lines: vec![line],
+                ..XPlane::default()
+            }],
+            ..XSpace::default()
+        };
+        let err = encode_to(&space, &mut FillsUp(1000)).expect_err("the disk filled up");
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
     }
 }

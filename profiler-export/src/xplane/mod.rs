@@ -16,7 +16,7 @@ use profiler_core::xspace::XSpace;
 use profiler_core::{Error, Result};
 use prost::Message;
 
-use crate::atomic::write_atomic;
+use crate::atomic::write_streaming;
 
 pub(crate) use lazy::EncodedEvents;
 pub use lazy::LazySpace;
@@ -41,12 +41,13 @@ pub fn decode(bytes: &[u8]) -> Result<XSpace> {
     })
 }
 
-/// Writes a space to `path` atomically.
+/// Writes a space to `path` atomically, encoded a block at a time into the temporary
+/// file: the file's bytes are never all in memory.
 ///
 /// # Errors
 /// [`profiler_core::ErrorKind::Io`] naming the path when the file cannot be written.
 pub fn write(path: &Path, space: &XSpace) -> Result<()> {
-    write_atomic(path, &encode(space))
+    write_streaming(path, |out| encode::encode_to(space, out))
         .map_err(|e| Error::io("cannot write the .xplane.pb file", path, e))
 }
 
