@@ -120,16 +120,22 @@ def main():
     def fmt(v):
         return f"{v[0]:.1f} ns [{v[1]:.1f}–{v[2]:.1f}]"
 
+    def prefer_rounds(value, shown, rounds, spec, unit):
+        """The goal's value from interleaved rounds where a bench printed them, with
+        criterion's figures after it; criterion's alone where it did not."""
+        if not rounds:
+            return value, shown
+        med, q1, q3 = (format(x, spec) for x in rounds)
+        return rounds[0], f"{med}{unit} [{q1}–{q3}] interleaved; criterion {shown}"
+
     def ratio(a, b, name, target, ok, a_name, b_name, rounds=None):
         if a is None or b is None:
             goal(name, None, target, ok, "")
             return
         r = a[0] / b[0]
         shown = f"{r:.2f}× ({a_name} {a[0]:.1f} / {b_name} {b[0]:.1f} ns)"
-        if rounds:
-            r = rounds[0]
-            shown = f"{r:.2f}× [{rounds[1]:.2f}–{rounds[2]:.2f}] interleaved; criterion {shown}"
-        goal(name, r, target, ok, shown)
+        value, shown = prefer_rounds(r, shown, rounds, ".2f", "×")
+        goal(name, value, target, ok, shown)
 
     def added(a, b, name, target, ok, b_name, rounds=None):
         if a is None or b is None:
@@ -137,10 +143,8 @@ def main():
             return
         d = a[0] - b[0]
         shown = f"{d:+.1f} ns ({a[0]:.1f} vs {b_name} {b[0]:.1f})"
-        if rounds:
-            d = rounds[0]
-            shown = f"{d:+.1f} ns [{rounds[1]:+.1f}–{rounds[2]:+.1f}] interleaved; criterion {shown}"
-        goal(name, d, target, ok, shown)
+        value, shown = prefer_rounds(d, shown, rounds, "+.1f", " ns")
+        goal(name, value, target, ok, shown)
 
     on = ns("annotation", "prof_on")
     ratio(on, ns("annotation", "two_clock_reads"), "`trace!` recording ÷ two clock reads",
@@ -171,10 +175,7 @@ def main():
         r = track[0] / sys_alloc[0]
         spread = f"{track[1] / sys_alloc[2]:.2f}–{track[2] / sys_alloc[1]:.2f}"
         shown = f"{r:.2f}× (spread {spread}; {track[0]:.0f} / {sys_alloc[0]:.0f} ns per 64)"
-        if rounds:
-            r = rounds[0]
-            shown = (f"{r:.2f}× [{rounds[1]:.2f}–{rounds[2]:.2f}] interleaved; "
-                     f"criterion {shown}")
+        r, shown = prefer_rounds(r, shown, rounds, ".2f", "×")
         goal("`TrackingAllocator` recording ÷ `System`", r, "≤ 1.15×", lambda r: r <= 1.15,
              shown)
     else:
@@ -196,6 +197,12 @@ def main():
 
     rows = scale_rows(args.run_dir)
     figures["scale"] = rows
+    if rows:
+        biggest = rows[-1]
+        goal("collected profile, bytes per event", biggest["profile_b"], "≤ 40",
+             lambda b: b <= 40, f"{biggest['profile_b']:.1f} ({biggest['events']:,} events)")
+    else:
+        goal("collected profile, bytes per event", None, "≤ 40", None, "")
     if rows:
         add("")
         add("Scale: one thread records N events, then `stop` collects them and the profile is "
