@@ -179,20 +179,22 @@ impl prost::Message for XEvent {
             EVENT_METADATA_ID => int64::merge(wire_type, &mut self.metadata_id, buf, ctx)
                 .map_err(|e| field(e, "metadata_id")),
             EVENT_OFFSET_PS | EVENT_NUM_OCCURRENCES => {
-                let (name, at) = if tag == EVENT_OFFSET_PS {
-                    ("offset_ps", XEventData::OffsetPs as fn(i64) -> XEventData)
+                let offset = tag == EVENT_OFFSET_PS;
+                let name = if offset {
+                    "offset_ps"
                 } else {
-                    (
-                        "num_occurrences",
-                        XEventData::NumOccurrences as fn(i64) -> XEventData,
-                    )
+                    "num_occurrences"
                 };
                 let mut value = 0;
                 int64::merge(wire_type, &mut value, buf, ctx).map_err(|e| field(e, name))?;
                 if !(XEvent::MIN_OFFSET_PS..=XEvent::MAX_OFFSET_PS).contains(&value) {
                     return Err(field(out_of_range(value), name));
                 }
-                self.set_data(at(value));
+                self.set_data(if offset {
+                    XEventData::OffsetPs(value)
+                } else {
+                    XEventData::NumOccurrences(value)
+                });
                 Ok(())
             }
             EVENT_DURATION_PS => int64::merge(wire_type, &mut self.duration_ps, buf, ctx)
@@ -391,11 +393,7 @@ impl XEvent {
     /// An aggregated event: `num_occurrences` events of this metadata, together
     /// lasting `duration_ps`.
     pub fn aggregated(metadata_id: i64, num_occurrences: i64, duration_ps: i64) -> XEvent {
-        let mut event = XEvent {
-            metadata_id,
-            duration_ps,
-            ..XEvent::default()
-        };
+        let mut event = XEvent::new(metadata_id, 0, duration_ps);
         event.set_data(XEventData::NumOccurrences(num_occurrences));
         event
     }

@@ -30,8 +30,16 @@ pub(super) fn ns(ps: i64) -> i64 {
 pub(super) fn micros(out: &mut impl Write, ns: i64) -> io::Result<()> {
     // Sign, 17 integer digits of i64::MIN / 1000, point and three decimals.
     let mut buf = [0u8; 24];
-    let mut at = buf.len();
+    let mut len = 0;
+    if ns < 0 {
+        buf[0] = b'-';
+        len = 1;
+    }
     let abs = ns.unsigned_abs();
+    let mut whole = itoa::Buffer::new();
+    let whole = whole.format(abs / 1000).as_bytes();
+    buf[len..len + whole.len()].copy_from_slice(whole);
+    len += whole.len();
     let frac = abs % 1000;
     if frac != 0 {
         let digits = [
@@ -40,40 +48,12 @@ pub(super) fn micros(out: &mut impl Write, ns: i64) -> io::Result<()> {
             digit(frac / 10 % 10),
             digit(frac % 10),
         ];
-        let len = 4 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
-        at -= len;
-        buf[at..at + len].copy_from_slice(&digits[..len]);
+        let n = 4 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
+        buf[len..len + n].copy_from_slice(&digits[..n]);
+        len += n;
     }
-    // Two digits per division, as itoa does.
-    let mut whole = abs / 1000;
-    while whole >= 100 {
-        let pair = 2 * (whole % 100) as usize;
-        whole /= 100;
-        at -= 2;
-        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    }
-    if whole >= 10 {
-        let pair = 2 * whole as usize;
-        at -= 2;
-        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        at -= 1;
-        buf[at] = digit(whole);
-    }
-    if ns < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    out.write_all(&buf[at..])
+    out.write_all(&buf[..len])
 }
-
-/// "00" to "99".
-const DIGIT_PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
 
 fn digit(d: u64) -> u8 {
     b'0' + (d % 10) as u8

@@ -115,14 +115,15 @@ impl<'a> Interner<'a> {
     /// borrowed but for unnamed events', which are rare.
     fn id(&mut self, name: Cow<'a, str>, new: &mut Vec<Interned>) -> u64 {
         // Only borrowed text stays where it is; a made-up name is hashed every time.
-        let at = match &name {
+        let recent = match &name {
             Cow::Borrowed(text) if !text.is_empty() => {
-                let at = (text.as_ptr() as usize, text.len());
-                let slot = self.recent[(at.0 >> 3 ^ at.1) % RECENT];
-                if (slot.0, slot.1) == at {
-                    return slot.2;
+                let (addr, len) = (text.as_ptr() as usize, text.len());
+                let slot = (addr >> 3 ^ len) % RECENT;
+                let (seen_addr, seen_len, id) = self.recent[slot];
+                if (seen_addr, seen_len) == (addr, len) {
+                    return id;
                 }
-                Some(at)
+                Some((slot, addr, len))
             }
             _ => None,
         };
@@ -138,8 +139,8 @@ impl<'a> Interner<'a> {
                 id
             }
         };
-        if let Some(at) = at {
-            self.recent[(at.0 >> 3 ^ at.1) % RECENT] = (at.0, at.1, id);
+        if let Some((slot, addr, len)) = recent {
+            self.recent[slot] = (addr, len, id);
         }
         id
     }
