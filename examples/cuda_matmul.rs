@@ -6,12 +6,19 @@
 //! the example checks that it does and says what it found.
 //!
 //! ```text
-//! cargo run --features cuda --example cuda_matmul -- [--logdir DIR] [--steps N] [--overhead LAUNCHES]
+//! cargo run --features cuda --example cuda_matmul -- [--logdir DIR] [--steps N]
+//!     [--option KEY=VALUE]... [--overhead LAUNCHES,...] [--rounds R]
 //! ```
 //!
+//! After the steps, two `spin` kernels run at once on two streams (`two_streams`): the
+//! profile must show them on two stream lines, overlapping.
+//!
 //! `--overhead LAUNCHES` also times a launch-heavy loop (LAUNCHES tiny kernels, each
-//! under an annotation) untraced and traced, alternately in the same run, and prints
-//! the ratio of their medians.
+//! under an annotation) untraced and traced, alternately in the same run, `--rounds`
+//! times each, and prints the medians, their spread and the ratio of the medians. The
+//! loop is timed inside the session; the session's own start and stop (CUPTI's set-up,
+//! collecting the records) are timed apart, as the fixed cost a capture adds once.
+//! `examples/cuda_overhead_torch.py` times the same loop under torch.profiler.
 //!
 //! Without a GPU (no libcuda, no device, no cuBLAS or NVRTC library) it says so and
 //! exits 0: it is built and run that way in CI.
@@ -45,6 +52,13 @@ extern "C" __global__ void bias_relu(float *x, const float *bias, int rows, int 
     }
 }
 
+// Busy for `cycles` SM clock cycles, so that kernels on two streams overlap in time.
+extern "C" __global__ void spin(float *x, long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {}
+    if (threadIdx.x == 0) x[blockIdx.x] += 1.0f;
+}
+
 extern "C" __global__ void scale(float *x, float by, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
@@ -58,9 +72,13 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 /// cuda_matmul's own flags.
 #[derive(clap::Args)]
 struct Extra {
-    /// Also time this many tiny kernel launches untraced and traced, alternately
-    #[arg(long, value_name = "LAUNCHES", default_value_t = 0)]
-    overhead: u32,
+    /// Also time this many tiny kernel launches untraced and traced, alternately (a
+    /// comma-separated list times each count)
+    #[arg(long, value_name = "LAUNCHES", value_delimiter = ',')]
+    overhead: Vec<u32>,
+    /// Rounds of each (untraced, traced) for --overhead
+    #[arg(long, value_name = "R", default_value_t = 5)]
+    rounds: usize,
 }
 
 fn main() -> Result<()> {
@@ -68,6 +86,7 @@ fn main() -> Result<()> {
         args,
         Extra {
             overhead: overhead_launches,
+            rounds,
         },
     ) = common::parse::<Extra>(
         "cuda_matmul",
@@ -93,6 +112,10 @@ fn main() -> Result<()> {
         let _step = trace!("Train", step_num = step);
         result = gpu.step(&a, &b, &bias)?;
     }
+    {
+        let _t = trace!("two_streams");
+        gpu.two_streams()?;
+    }
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
     check_product(&a, &b, &bias, &result)?;
 
@@ -109,13 +132,9 @@ fn main() -> Result<()> {
     }
     found.check(args.steps)?;
 
-    if overhead_launches > 0 {
-        let (untraced, traced) = gpu.overhead(overhead_launches as usize)?;
-        println!(
-            "overhead on {overhead_launches} launches: untraced {untraced:?}, traced {traced:?} \
-             (median of 5 each): {:.3}x",
-            traced.as_secs_f64() / untraced.as_secs_f64()
-        );
+    for &launches in &overhead_launches {
+        let rounds = gpu.overhead(launches as usize, rounds.max(1))?;
+        println!("{}", rounds.summary(launches as usize));
     }
     Ok(())
 }
@@ -128,6 +147,8 @@ struct Gpu {
     blas: CudaBlas,
     bias_relu: CudaFunction,
     scale: CudaFunction,
+    spin: CudaFunction,
+    ctx: Arc<CudaContext>,
 }
 
 impl Gpu {
@@ -164,8 +185,10 @@ impl Gpu {
             name,
             bias_relu: function("bias_relu")?,
             scale: function("scale")?,
+            spin: function("spin")?,
             stream,
             blas,
+            ctx,
         })
     }
 
@@ -216,9 +239,38 @@ impl Gpu {
         Ok(self.stream.clone_dtoh(&c)?)
     }
 
-    /// Median wall time of `launches` tiny kernels (each under an annotation, then one
-    /// synchronize) with nothing recording, and while a session traces the GPU.
-    fn overhead(&self, launches: usize) -> Result<(Duration, Duration)> {
+    /// A `spin` kernel of about a millisecond on each of two new streams, launched
+    /// back to back: the GPU runs them at once.
+    fn two_streams(&self) -> Result<()> {
+        let streams = [self.ctx.new_stream()?, self.ctx.new_stream()?];
+        // A buffer per stream: one shared would make the second launch wait for the
+        // first (cudarc orders streams that touch the same memory).
+        let mut buffers = streams
+            .iter()
+            .map(|s| s.alloc_zeros::<f32>(1))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let cycles: i64 = 2_000_000; // ~1 ms at H100/H200 clocks
+        for (stream, x) in streams.iter().zip(&mut buffers) {
+            let mut launch = stream.launch_builder(&self.spin);
+            launch.arg(x).arg(&cycles);
+            let one = LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: `spin(float*, long long)`; x holds one float per block (one block).
+            unsafe { launch.launch(one) }?;
+        }
+        for stream in &streams {
+            stream.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// `rounds` alternated timings of `launches` tiny kernels (each under an
+    /// annotation, then one synchronize) with nothing recording and while a session
+    /// traces the GPU, and of each traced round's session start and stop.
+    fn overhead(&self, launches: usize, rounds: usize) -> Result<Rounds> {
         let mut x = self.stream.alloc_zeros::<f32>(1024)?;
         let mut run = || -> Result<Duration> {
             let start = Instant::now();
@@ -234,26 +286,84 @@ impl Gpu {
             self.stream.synchronize()?;
             Ok(start.elapsed())
         };
-        let traced_round = |run: &mut dyn FnMut() -> Result<Duration>| -> Result<Duration> {
-            // In memory only: the overhead runs are not written to the logdir.
-            profiler_cuda_session_start()?;
-            let took = run();
-            let profile = profiler_core::session::stop()?;
-            let kernels = DeviceReport::of(profile.xspace()).kernels;
-            if kernels < launches {
-                return Err(format!("traced round saw {kernels} of {launches} kernels").into());
-            }
-            took
-        };
-        // One round of each first: module loading, CUPTI's own start-up.
+        let mut all = Rounds::default();
+        let traced_round =
+            |run: &mut dyn FnMut() -> Result<Duration>, all: &mut Rounds| -> Result<()> {
+                // In memory only: the overhead runs are not written to the logdir.
+                let t0 = Instant::now();
+                profiler_cuda_session_start()?;
+                let started = t0.elapsed();
+                let took = run()?;
+                let t1 = Instant::now();
+                let profile = profiler_core::session::stop()?;
+                let stopped = t1.elapsed();
+                let kernels = DeviceReport::of(profile.xspace()).kernels;
+                if kernels < launches {
+                    return Err(format!("traced round saw {kernels} of {launches} kernels").into());
+                }
+                all.traced.push(took);
+                all.start.push(started);
+                all.stop.push(stopped);
+                Ok(())
+            };
+        // One round of each first, not counted: module loading, CUPTI's own start-up.
         run()?;
-        traced_round(&mut run)?;
-        let (mut untraced, mut traced) = (Vec::new(), Vec::new());
-        for _ in 0..5 {
-            untraced.push(run()?);
-            traced.push(traced_round(&mut run)?);
+        traced_round(&mut run, &mut Rounds::default())?;
+        for _ in 0..rounds {
+            all.untraced.push(run()?);
+            traced_round(&mut run, &mut all)?;
         }
-        Ok((median(untraced), median(traced)))
+        Ok(all)
+    }
+}
+
+/// What [`Gpu::overhead`] timed, a value per round.
+#[derive(Debug, Default)]
+struct Rounds {
+    untraced: Vec<Duration>,
+    traced: Vec<Duration>,
+    /// The traced rounds' `start` (CUPTI's set-up).
+    start: Vec<Duration>,
+    /// The traced rounds' `stop` (flushing and collecting the records).
+    stop: Vec<Duration>,
+}
+
+impl Rounds {
+    /// One line: medians with their range, the ratio of the medians with the range of
+    /// the rounds' own ratios, the added time per launch, and the session's fixed cost.
+    fn summary(&self, launches: usize) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let spread = |times: &[Duration]| {
+            let (median, lo, hi) = spread_of(times);
+            format!("{:.2} ms [{:.2}-{:.2}]", ms(median), ms(lo), ms(hi))
+        };
+        let (untraced, ..) = spread_of(&self.untraced);
+        let (traced, ..) = spread_of(&self.traced);
+        let ratios: Vec<f64> = self
+            .traced
+            .iter()
+            .zip(&self.untraced)
+            .map(|(t, u)| t.as_secs_f64() / u.as_secs_f64())
+            .collect();
+        let (ratio_lo, ratio_hi) = ratios
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                (lo.min(r), hi.max(r))
+            });
+        let per_launch_ns = (traced.as_secs_f64() - untraced.as_secs_f64()) * 1e9 / launches as f64;
+        format!(
+            "overhead on {launches} launches, {} alternated rounds: untraced {}, traced {}: \
+             {:.3}x (rounds {:.3}-{:.3}), {per_launch_ns:+.0} ns per launch; \
+             once per session: start {}, stop {}",
+            self.traced.len(),
+            spread(&self.untraced),
+            spread(&self.traced),
+            traced.as_secs_f64() / untraced.as_secs_f64(),
+            ratio_lo,
+            ratio_hi,
+            spread(&self.start),
+            spread(&self.stop),
+        )
     }
 }
 
@@ -264,9 +374,14 @@ fn profiler_cuda_session_start() -> Result<()> {
     Ok(())
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
+/// (median, min, max) of `times`; zeros for none.
+fn spread_of(times: &[Duration]) -> (Duration, Duration, Duration) {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    match (sorted.first(), sorted.last()) {
+        (Some(&lo), Some(&hi)) => (sorted[sorted.len() / 2], lo, hi),
+        _ => Default::default(),
+    }
 }
 
 /// A value in [-0.5, 0.5) from an index and a seed, the same on every run.
@@ -312,6 +427,14 @@ struct DeviceReport {
     api_calls: std::collections::BTreeMap<String, usize>,
     /// Of those, calls prof leaves out by default that launched nothing.
     unwanted_calls: usize,
+    /// The `spin` kernels of `two_streams`: (line id, start ps, end ps).
+    spins: Vec<(i64, i64, i64)>,
+    /// NVTX ranges and marks on the host's NVTX lines (`gpu_enable_nvtx_tracking`).
+    nvtx_events: usize,
+    /// Their names (with their count), cuBLAS' among them.
+    nvtx_names: std::collections::BTreeMap<String, usize>,
+    /// Kernels that carry the NVTX range they were launched in (`nvtx_range`).
+    nvtx_kernels: usize,
 }
 
 impl DeviceReport {
@@ -326,6 +449,13 @@ impl DeviceReport {
             .map(|e| (e.correlation, e.start_ps))
             .collect();
         if let Some(host) = space.plane(schema::HOST_PLANE) {
+            for line in host.lines.iter().filter(|l| l.name.starts_with("NVTX")) {
+                report.nvtx_events += line.events.len();
+                for e in &line.events {
+                    let name = host.event_name(e.metadata_id).unwrap_or("?");
+                    *report.nvtx_names.entry(name.to_owned()).or_default() += 1;
+                }
+            }
             let correlation = host.stat_id("correlation_id");
             for e in host.lines.iter().flat_map(|l| &l.events) {
                 let Some(name) = host.event_name(e.metadata_id) else {
@@ -351,6 +481,12 @@ impl DeviceReport {
             for e in correlated_events(plane) {
                 if e.is_kernel {
                     report.kernels += 1;
+                    report.nvtx_kernels += usize::from(e.nvtx_range.is_some());
+                    if e.name == "spin" {
+                        report
+                            .spins
+                            .push((e.line, e.start_ps, e.start_ps + e.duration_ps));
+                    }
                     if !report.kernel_names.contains(&e.name) {
                         report.kernel_names.push(e.name.clone());
                     }
@@ -431,6 +567,12 @@ impl DeviceReport {
                     self.unwanted_calls, self.api_calls
                 )
             }),
+            (!self.spins.is_empty() && !overlapping_on_two_lines(&self.spins)).then(|| {
+                format!(
+                    "the two streams' spin kernels are not on two lines at once: {:?}",
+                    self.spins
+                )
+            }),
         ]
         .into_iter()
         .flatten()
@@ -455,7 +597,8 @@ impl std::fmt::Display for DeviceReport {
             f,
             "{} GPU plane(s): {} kernels ({}), {} copies; {} linked to their launch, \
              launch -> start min {:.1} us, median {:.1} us; annotations {:?}; ops {:?}; \
-             host API calls {:?}",
+             host API calls {:?}; two streams {} ({:?}); NVTX: {} events {:?}, {} kernels \
+             with nvtx_range",
             self.planes,
             self.kernels,
             self.kernel_names.join(", "),
@@ -465,14 +608,37 @@ impl std::fmt::Display for DeviceReport {
             lag(0.5),
             self.annotated,
             self.ops,
-            self.api_calls
+            self.api_calls,
+            if overlapping_on_two_lines(&self.spins) {
+                "overlap"
+            } else {
+                "do not overlap"
+            },
+            self.spins,
+            self.nvtx_events,
+            self.nvtx_names,
+            self.nvtx_kernels,
         )
     }
+}
+
+/// Whether two of `spans` (line, start, end) on different lines overlap in time.
+fn overlapping_on_two_lines(spans: &[(i64, i64, i64)]) -> bool {
+    spans.iter().enumerate().any(|(i, a)| {
+        spans[i + 1..]
+            .iter()
+            .any(|b| a.0 != b.0 && a.1 < b.2 && b.1 < a.2)
+    })
 }
 
 /// An event that carries a `correlation_id`.
 struct Correlated {
     name: String,
+    /// The id of its line (a stream, on a GPU plane).
+    line: i64,
+    duration_ps: i64,
+    /// Its `nvtx_range` stat.
+    nvtx_range: Option<String>,
     /// Picoseconds since the plane's epoch.
     start_ps: i64,
     correlation: u64,
@@ -503,6 +669,9 @@ fn correlated_events(plane: &XPlane) -> Vec<Correlated> {
                 let (annotation, tf_op) = (text("annotation"), text("tf_op"));
                 Some(Correlated {
                     name: plane.event_name(e.metadata_id)?.to_owned(),
+                    line: line.id,
+                    duration_ps: e.duration_ps,
+                    nvtx_range: text("nvtx_range"),
                     start_ps: line.timestamp_ns * 1000 + e.offset_ps(),
                     correlation,
                     is_kernel: plane.find_stat(&e.stats, "kernel_details").is_some(),
@@ -636,6 +805,26 @@ mod tests {
         assert_eq!(report.unwanted_calls, 36, "{report}");
         let err = report.check(3).expect_err("noise on the host");
         assert!(err.to_string().contains("36 host API calls"), "{err}");
+    }
+
+    #[test]
+    fn two_streams_overlap_only_on_two_lines_at_once() {
+        // Two lines, overlapping: what two streams running at once give.
+        assert!(overlapping_on_two_lines(&[(1, 0, 100), (2, 50, 150)]));
+        // One after the other, or touching only at an end: serialised.
+        assert!(!overlapping_on_two_lines(&[(1, 0, 100), (2, 100, 200)]));
+        // Overlapping but on one line: not two streams.
+        assert!(!overlapping_on_two_lines(&[(1, 0, 100), (1, 50, 150)]));
+        assert!(!overlapping_on_two_lines(&[]));
+        let report = DeviceReport {
+            spins: vec![(1, 0, 100), (2, 100, 200)],
+            ..DeviceReport::of(&shaped_like_the_example(1))
+        };
+        let err = report.check(1).expect_err("serialised streams");
+        assert!(
+            err.to_string().contains("not on two lines at once"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct Args {
     pub formats: Vec<ExportFormat>,
     pub otlp: Option<OtlpOptions>,
     pub perfetto_link: bool,
+    /// `--option KEY=VALUE` pairs: the session's `advanced_configuration`.
+    pub advanced: Vec<(String, prof::ConfigValue)>,
 }
 
 impl Args {
@@ -26,6 +28,9 @@ impl Args {
     pub fn options(&self, mut options: prof::ProfileOptions) -> prof::ProfileOptions {
         for &format in &self.formats {
             options = options.export_format(format);
+        }
+        for (key, value) in &self.advanced {
+            options = options.advanced(key.clone(), value.clone());
         }
         options
     }
@@ -57,6 +62,11 @@ struct Cli<E: clap::Args> {
     /// Serve the Perfetto trace once to ui.perfetto.dev and print the link
     #[arg(long)]
     perfetto_link: bool,
+    /// An advanced_configuration entry, as JAX's ProfileOptions takes them
+    /// (gpu_trace_all_api_calls=true, gpu_max_activity_api_events=100000, ...); repeatable.
+    /// `prof::start` checks the key and the value's type
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_option)]
+    option: Vec<(String, prof::ConfigValue)>,
     #[command(flatten)]
     extra: E,
 }
@@ -90,8 +100,26 @@ pub fn parse<E: clap::Args>(
         formats: cli.format,
         otlp,
         perfetto_link: cli.perfetto_link,
+        advanced: cli.option,
     };
     (args, cli.extra)
+}
+
+/// `KEY=VALUE`, the value read as a bool (`true`, `false`), else an integer, else text.
+fn parse_option(pair: &str) -> Result<(String, prof::ConfigValue), String> {
+    let (key, value) = pair
+        .split_once('=')
+        .filter(|(key, _)| !key.is_empty())
+        .ok_or_else(|| format!("'{pair}' is not KEY=VALUE"))?;
+    let value = match value {
+        "true" => prof::ConfigValue::Bool(true),
+        "false" => prof::ConfigValue::Bool(false),
+        _ => match value.parse::<i64>() {
+            Ok(int) => prof::ConfigValue::Int(int),
+            Err(_) => prof::ConfigValue::Str(value.to_owned()),
+        },
+    };
+    Ok((key.to_owned(), value))
 }
 
 /// Prints where the profile went, `stats` (one line about what it holds), its
