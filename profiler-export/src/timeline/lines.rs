@@ -263,9 +263,6 @@ impl Tids {
     }
 }
 
-/// Calls `f` with `events` in XProf's order (offset, then longest first) and their
-/// start in picoseconds from the origin, `base` being their line's start; aggregated
-/// events have no place on a timeline and are left out.
 /// `plane`'s event metadata indexed by id, for the ids from 0 up to a few per
 /// metadata; larger ids are left to the map.
 fn dense_metadata(plane: &XPlane) -> Vec<Option<&XEventMetadata>> {
@@ -295,6 +292,9 @@ fn metadata_of<'a>(
     }
 }
 
+/// Calls `f` with `events` in XProf's order (offset, then longest first) and their
+/// start in picoseconds from the origin, `base` being their line's start; aggregated
+/// events have no place on a timeline and are left out.
 fn timed<E>(
     base: i64,
     events: Events<'_>,
