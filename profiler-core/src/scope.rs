@@ -106,7 +106,8 @@ fn tell_enter(event: &EventRef) -> bool {
 
 /// Tells the hook installed now, if any, that the annotation recorded as `event`
 /// closed.
-#[inline]
+#[cold]
+#[inline(never)]
 pub(crate) fn exit(event: &EventRef) {
     if let Some(h) = hook() {
         (h.exit)(ScopeId::of(event));
