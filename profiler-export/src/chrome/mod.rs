@@ -31,8 +31,10 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod quoted;
 mod time;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
@@ -40,6 +42,7 @@ use std::path::Path;
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, Result};
 
+use self::quoted::{json_str, Quoted};
 use crate::atomic::write_streaming;
 use crate::gzip;
 use crate::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor};
@@ -71,26 +74,31 @@ pub fn write_gz_to<W: Write + Send>(space: &XSpace, out: W) -> io::Result<Totals
 /// Writes the walk of `timeline` as a Chrome JSON trace to `out`.
 pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
     let mut writer = Writer {
-        out: io::BufWriter::new(out),
+        buf: Vec::with_capacity(BLOCK + BLOCK / 8),
+        out,
         first: true,
         flows: Vec::new(),
-        pid_tid: ((0, 0), Vec::new()),
+        pid_tid: PidTid::default(),
+        quoted: Quoted::default(),
     };
-    writer
-        .out
-        .write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"prof\",\"host\":")?;
-    json_str(&mut writer.out, timeline.host_name())?;
-    write!(
-        writer.out,
-        ",\"profile_start_unix_ns\":{}}},\"traceEvents\":[",
-        timeline.origin().unix_ns
-    )?;
+    let buf = &mut writer.buf;
+    buf.extend_from_slice(
+        b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"prof\",\"host\":",
+    );
+    json_str(buf, timeline.host_name());
+    buf.extend_from_slice(b",\"profile_start_unix_ns\":");
+    int(buf, timeline.origin().unix_ns);
+    buf.extend_from_slice(b"},\"traceEvents\":[");
     let totals = timeline.walk(&mut writer)?;
     writer.write_flows()?;
-    writer.out.write_all(b"\n]}\n")?;
+    writer.buf.extend_from_slice(b"\n]}\n");
+    writer.out.write_all(&writer.buf)?;
     writer.out.flush()?;
     Ok(totals)
 }
+
+/// Bytes of JSON gathered before they are handed to the output.
+const BLOCK: usize = 64 * 1024;
 
 /// Writes `space` as a Chrome JSON trace at `path`, atomically; gzipped when the path
 /// ends in `.gz`.
@@ -116,13 +124,54 @@ pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Tot
 }
 
 struct Writer<'a, W> {
+    /// The JSON not yet handed to `out`. Each event is appended here piece by piece
+    /// and handed over a block at a time: written through a `BufWriter`, each of the
+    /// twenty or so pieces of a slice was a call that checked for room and copied,
+    /// and those calls were a fifth of writing a trace.
+    buf: Vec<u8>,
     out: W,
     first: bool,
     /// Flow ends met so far, written after the slices.
     flows: Vec<FlowEnd<'a>>,
-    /// The last `"pid":P,"tid":T` written, with its pid and tid: slices come a thread
-    /// at a time, so this is nearly always the next one too.
-    pid_tid: ((u32, u32), Vec<u8>),
+    /// The last `"pid":P,"tid":T` written: slices come a thread at a time, so this is
+    /// nearly always the next one too.
+    pid_tid: PidTid,
+    /// The space's names and categories, quoted.
+    quoted: Quoted<'a>,
+}
+
+/// `"pid":P,"tid":T` for one pid and tid, kept in a fixed array so that it is
+/// appended with a copy of known size (a call to `memmove` otherwise).
+struct PidTid {
+    of: Option<(u32, u32)>,
+    text: [u8; PidTid::MAX],
+    len: usize,
+}
+
+impl Default for PidTid {
+    fn default() -> PidTid {
+        PidTid {
+            of: None,
+            text: [0; PidTid::MAX],
+            len: 0,
+        }
+    }
+}
+
+impl PidTid {
+    /// `"pid":` and `,"tid":` with ten digits each.
+    const MAX: usize = 33;
+
+    fn set(&mut self, pid: u32, tid: u32) {
+        let mut text = Vec::with_capacity(Self::MAX);
+        text.extend_from_slice(b"\"pid\":");
+        int(&mut text, pid);
+        text.extend_from_slice(b",\"tid\":");
+        int(&mut text, tid);
+        self.text[..text.len()].copy_from_slice(&text);
+        self.len = text.len();
+        self.of = Some((pid, tid));
+    }
 }
 
 /// One end of a flow: where its slice starts.
@@ -138,24 +187,33 @@ struct FlowEnd<'a> {
 
 impl<'a, W: Write> Writer<'a, W> {
     /// Starts the next element of `traceEvents`.
-    fn next(&mut self) -> io::Result<()> {
+    #[inline]
+    fn next(&mut self) {
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
-        self.out.write_all(sep)
+        self.buf.extend_from_slice(sep);
+    }
+
+    /// Hands the JSON gathered so far to the output once it fills a block; called
+    /// after each event, so an event is never split across two writes.
+    #[inline]
+    fn done(&mut self) -> io::Result<()> {
+        if self.buf.len() >= BLOCK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
     /// `"pid":P,"tid":T`
-    fn pid_tid(&mut self, pid: u32, tid: u32) -> io::Result<()> {
-        let (at, text) = &mut self.pid_tid;
-        if *at != (pid, tid) || text.is_empty() {
-            text.clear();
-            text.extend_from_slice(b"\"pid\":");
-            text.extend_from_slice(itoa::Buffer::new().format(pid).as_bytes());
-            text.extend_from_slice(b",\"tid\":");
-            text.extend_from_slice(itoa::Buffer::new().format(tid).as_bytes());
-            *at = (pid, tid);
+    #[inline]
+    fn pid_tid(&mut self, pid: u32, tid: u32) {
+        if self.pid_tid.of != Some((pid, tid)) {
+            self.pid_tid.set(pid, tid);
         }
-        self.out.write_all(text)
+        let at = self.buf.len();
+        self.buf.extend_from_slice(&self.pid_tid.text);
+        self.buf.truncate(at + self.pid_tid.len);
     }
 
     /// An `M` event `what` with the one argument `key: value`.
@@ -166,16 +224,17 @@ impl<'a, W: Write> Writer<'a, W> {
         key: &str,
         value: Arg<'_>,
     ) -> io::Result<()> {
-        self.next()?;
-        self.out.write_all(b"{\"name\":")?;
-        json_str(&mut self.out, what)?;
-        self.out.write_all(b",\"ph\":\"M\",")?;
-        self.pid_tid(pid, tid)?;
-        self.out.write_all(b",\"args\":{")?;
-        json_str(&mut self.out, key)?;
-        self.out.write_all(b":")?;
-        json_arg(&mut self.out, value)?;
-        self.out.write_all(b"}}")
+        self.next();
+        self.buf.extend_from_slice(b"{\"name\":");
+        json_str(&mut self.buf, what);
+        self.buf.extend_from_slice(b",\"ph\":\"M\",");
+        self.pid_tid(pid, tid);
+        self.buf.extend_from_slice(b",\"args\":{");
+        json_str(&mut self.buf, key);
+        self.buf.push(b':');
+        json_arg(&mut self.buf, value);
+        self.buf.extend_from_slice(b"}}");
+        self.done()
     }
 
     fn write_flows(&mut self) -> io::Result<()> {
@@ -190,24 +249,25 @@ impl<'a, W: Write> Writer<'a, W> {
             } else {
                 *started.entry(flow.id).or_insert(flow.category)
             };
-            self.next()?;
-            self.out.write_all(b"{\"name\":\"link\",\"cat\":")?;
-            json_str(&mut self.out, category)?;
+            self.next();
+            self.buf.extend_from_slice(b"{\"name\":\"link\",\"cat\":");
+            json_str(&mut self.buf, category);
             let phase: &[u8] = if flow.is_end {
                 b"\"f\",\"bp\":\"e\""
             } else {
                 b"\"s\""
             };
-            self.out.write_all(b",\"ph\":")?;
-            self.out.write_all(phase)?;
+            self.buf.extend_from_slice(b",\"ph\":");
+            self.buf.extend_from_slice(phase);
             // Ids stay below 2^53 so JavaScript readers keep them exact.
-            self.out.write_all(b",\"id\":")?;
-            int(&mut self.out, flow.id & ((1 << 53) - 1))?;
-            self.out.write_all(b",")?;
-            self.pid_tid(flow.pid, flow.tid)?;
-            self.out.write_all(b",\"ts\":")?;
-            time::micros(&mut self.out, flow.ns)?;
-            self.out.write_all(b"}")?;
+            self.buf.extend_from_slice(b",\"id\":");
+            int(&mut self.buf, flow.id & ((1 << 53) - 1));
+            self.buf.push(b',');
+            self.pid_tid(flow.pid, flow.tid);
+            self.buf.extend_from_slice(b",\"ts\":");
+            time::micros(&mut self.buf, flow.ns);
+            self.buf.push(b'}');
+            self.done()?;
         }
         Ok(())
     }
@@ -233,11 +293,14 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
-        self.next()?;
-        self.out.write_all(b"{\"name\":")?;
-        json_str(&mut self.out, &slice.name)?;
-        self.out.write_all(b",\"cat\":")?;
-        json_str(&mut self.out, slice.category)?;
+        self.next();
+        self.buf.extend_from_slice(b"{\"name\":");
+        match &slice.name {
+            Cow::Borrowed(name) => self.quoted.put(&mut self.buf, name),
+            Cow::Owned(name) => json_str(&mut self.buf, name),
+        }
+        self.buf.extend_from_slice(b",\"cat\":");
+        self.quoted.put(&mut self.buf, slice.category);
         let start = time::ns(slice.start_ps);
         if slice.is_instant() {
             // A marker's scope (prof::domain::MarkerScope) is the instant's scope.
@@ -246,33 +309,33 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 (profiler_core::schema::SCOPE, Arg::Str("process")) => Some("p"),
                 _ => None,
             });
-            self.out.write_all(b",\"ph\":\"I\",\"s\":\"")?;
-            self.out.write_all(scope.unwrap_or("t").as_bytes())?;
-            self.out.write_all(b"\",\"ts\":")?;
-            time::micros(&mut self.out, start)?;
+            self.buf.extend_from_slice(b",\"ph\":\"I\",\"s\":\"");
+            self.buf.extend_from_slice(scope.unwrap_or("t").as_bytes());
+            self.buf.extend_from_slice(b"\",\"ts\":");
+            time::micros(&mut self.buf, start);
         } else {
-            self.out.write_all(b",\"ph\":\"X\",\"ts\":")?;
-            time::micros(&mut self.out, start)?;
-            self.out.write_all(b",\"dur\":")?;
+            self.buf.extend_from_slice(b",\"ph\":\"X\",\"ts\":");
+            time::micros(&mut self.buf, start);
+            self.buf.extend_from_slice(b",\"dur\":");
             let end = time::ns(slice.start_ps + slice.duration_ps);
-            time::duration(&mut self.out, start, end)?;
+            time::duration(&mut self.buf, start, end);
         }
-        self.out.write_all(b",")?;
-        self.pid_tid(slice.thread.pid, slice.thread.tid)?;
+        self.buf.push(b',');
+        self.pid_tid(slice.thread.pid, slice.thread.tid);
         let mut args = slice.args().peekable();
         if args.peek().is_some() {
-            self.out.write_all(b",\"args\":{")?;
+            self.buf.extend_from_slice(b",\"args\":{");
             for (i, (name, value)) in args.enumerate() {
                 if i > 0 {
-                    self.out.write_all(b",")?;
+                    self.buf.push(b',');
                 }
-                json_str(&mut self.out, name)?;
-                self.out.write_all(b":")?;
-                json_arg(&mut self.out, value)?;
+                self.quoted.put(&mut self.buf, name);
+                self.buf.push(b':');
+                json_arg(&mut self.buf, value);
             }
-            self.out.write_all(b"}")?;
+            self.buf.push(b'}');
         }
-        self.out.write_all(b"}")?;
+        self.buf.push(b'}');
         let ends = slice.flows_out.as_slice().iter().map(|&id| (id, false));
         let ends = ends.chain(slice.flows_in.as_slice().iter().map(|&id| (id, true)));
         for (id, is_end) in ends {
@@ -285,7 +348,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 category: slice.category,
             });
         }
-        Ok(())
+        self.done()
     }
 
     fn slice_end(&mut self, _thread: &Thread<'a>, _end_ps: i64) -> io::Result<()> {
@@ -297,34 +360,35 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
-        self.next()?;
-        self.out.write_all(b"{\"name\":")?;
-        json_str(&mut self.out, &track.name)?;
-        self.out.write_all(b",\"ph\":\"C\",")?;
-        self.pid_tid(track.pid, 0)?;
-        self.out.write_all(b",\"ts\":")?;
-        time::micros(&mut self.out, time::ns(at_ps))?;
-        self.out.write_all(b",\"args\":{")?;
-        json_str(&mut self.out, track.series)?;
-        self.out.write_all(b":")?;
-        json_arg(&mut self.out, value)?;
-        self.out.write_all(b"}}")
+        self.next();
+        self.buf.extend_from_slice(b"{\"name\":");
+        json_str(&mut self.buf, &track.name);
+        self.buf.extend_from_slice(b",\"ph\":\"C\",");
+        self.pid_tid(track.pid, 0);
+        self.buf.extend_from_slice(b",\"ts\":");
+        time::micros(&mut self.buf, time::ns(at_ps));
+        self.buf.extend_from_slice(b",\"args\":{");
+        json_str(&mut self.buf, track.series);
+        self.buf.push(b':');
+        json_arg(&mut self.buf, value);
+        self.buf.extend_from_slice(b"}}");
+        self.done()
     }
 }
 
 /// A double in its shortest form that parses back to the same double.
-fn number(out: &mut impl Write, v: f64) -> io::Result<()> {
+fn number(out: &mut Vec<u8>, v: f64) {
     let mut buf = ryu::Buffer::new();
     let text = buf.format_finite(v);
     // ryu writes `1.0`; the trailing `.0` is noise in a trace of millions of numbers.
-    out.write_all(text.strip_suffix(".0").unwrap_or(text).as_bytes())
+    out.extend_from_slice(text.strip_suffix(".0").unwrap_or(text).as_bytes());
 }
 
-fn int(out: &mut impl Write, v: impl itoa::Integer) -> io::Result<()> {
-    out.write_all(itoa::Buffer::new().format(v).as_bytes())
+fn int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-fn json_arg(out: &mut impl Write, arg: Arg<'_>) -> io::Result<()> {
+fn json_arg(out: &mut Vec<u8>, arg: Arg<'_>) {
     match arg {
         Arg::Int(v) => int(out, v),
         Arg::Uint(v) => int(out, v),
@@ -336,54 +400,14 @@ fn json_arg(out: &mut impl Write, arg: Arg<'_>) -> io::Result<()> {
     }
 }
 
-/// Writes `s` as a JSON string.
-fn json_str(out: &mut impl Write, s: &str) -> io::Result<()> {
-    out.write_all(b"\"")?;
-    let bytes = s.as_bytes();
-    // Nearly every name needs no escape: one test of all its bytes (which the
-    // compiler can do several at a time), then one write, instead of a match per byte.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.write_all(bytes)?;
-        return out.write_all(b"\"");
-    }
-    let mut plain = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0..=0x1f => None,
-            _ => continue,
-        };
-        out.write_all(&bytes[plain..i])?;
-        match escape {
-            Some(e) => out.write_all(e)?,
-            None => write!(out, "\\u{b:04x}")?,
-        }
-        plain = i + 1;
-    }
-    out.write_all(&bytes[plain..])?;
-    out.write_all(b"\"")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+    fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut v = Vec::new();
-        f(&mut v).expect("write");
+        f(&mut v);
         String::from_utf8(v).expect("utf-8")
-    }
-
-    #[test]
-    fn strings_are_escaped() {
-        assert_eq!(
-            s(|o| json_str(o, "a\"b\\c\nd\u{1}é")),
-            r#""a\"b\\c\nd\u0001é""#
-        );
     }
 
     #[test]

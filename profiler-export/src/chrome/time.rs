@@ -15,8 +15,6 @@
 //! that lands there, else a neighbouring double (in the shortest text that reads back
 //! as it), which still rounds to the exact nanoseconds.
 
-use std::io::{self, Write};
-
 /// Picoseconds as the whole nanoseconds the trace is written in (rounded down).
 pub(super) fn ns(ps: i64) -> i64 {
     ps.div_euclid(1000)
@@ -25,39 +23,63 @@ pub(super) fn ns(ps: i64) -> i64 {
 /// Writes `ns` nanoseconds as microseconds, from integers: exact, trailing zeros of
 /// the three decimals dropped (`1234.5`, `2`).
 ///
-/// Formatted into one stack buffer and written with one call: two timestamps per
-/// slice, and each write of a piece of unknown length is a call to `memcpy`.
-pub(super) fn micros(out: &mut impl Write, ns: i64) -> io::Result<()> {
-    // Sign, 17 integer digits of i64::MIN / 1000, point and three decimals.
+/// Two timestamps per slice, so the digits go straight into one stack buffer (two
+/// at a time for the whole part, the three decimals together), which is appended
+/// whole and cut back: a copy of a known 24 bytes is a few moves, where one of
+/// unknown length is a call to `memmove`.
+pub(super) fn micros(out: &mut Vec<u8>, ns: i64) {
+    // Sign, 16 integer digits of i64::MIN / 1000, point and three decimals.
     let mut buf = [0u8; 24];
-    let mut len = 0;
-    if ns < 0 {
-        buf[0] = b'-';
-        len = 1;
-    }
+    let mut len = usize::from(ns < 0);
+    buf[0] = b'-';
     let abs = ns.unsigned_abs();
-    let mut whole = itoa::Buffer::new();
-    let whole = whole.format(abs / 1000).as_bytes();
-    buf[len..len + whole.len()].copy_from_slice(whole);
-    len += whole.len();
+    let mut whole = abs / 1000;
+    let digits = whole.checked_ilog10().map_or(1, |d| d as usize + 1);
+    len += digits;
+    let mut at = len;
+    while whole >= 10 {
+        let pair = (whole % 100) as usize;
+        whole /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[2 * pair..2 * pair + 2]);
+    }
+    if at > usize::from(ns < 0) {
+        // One digit left over: an odd count of them (or the whole part is 0).
+        buf[at - 1] = b'0' + whole as u8;
+    }
     let frac = abs % 1000;
     if frac != 0 {
-        let digits = [
+        let pair = (frac / 10) as usize;
+        buf[len..len + 4].copy_from_slice(&[
             b'.',
-            digit(frac / 100),
-            digit(frac / 10 % 10),
-            digit(frac % 10),
-        ];
-        let n = 4 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
-        buf[len..len + n].copy_from_slice(&digits[..n]);
-        len += n;
+            PAIRS[2 * pair],
+            PAIRS[2 * pair + 1],
+            b'0' + (frac % 10) as u8,
+        ]);
+        len += if frac.is_multiple_of(100) {
+            2
+        } else if frac.is_multiple_of(10) {
+            3
+        } else {
+            4
+        };
     }
-    out.write_all(&buf[..len])
+    let at = out.len();
+    out.extend_from_slice(&buf);
+    out.truncate(at + len);
 }
 
-fn digit(d: u64) -> u8 {
-    b'0' + (d % 10) as u8
-}
+/// `00`, `01`, ... `99`, two bytes each.
+const PAIRS: [u8; 200] = {
+    let mut pairs = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        pairs[2 * i] = b'0' + (i / 10) as u8;
+        pairs[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    pairs
+};
 
 /// The double a reader parses from what [`micros`] writes for `ns`. Both are the
 /// double nearest to `ns / 1000`: IEEE division of the exactly held integer rounds
@@ -69,24 +91,30 @@ fn read_back(ns: i64) -> f64 {
 /// Writes the duration of a slice from `start_ns` to `end_ns` (not before it), so
 /// that a reader's `ts + dur` in doubles is [`end_sum`] of the end, and `dur * 1000`
 /// rounds to `end_ns - start_ns`.
-pub(super) fn duration(out: &mut impl Write, start_ns: i64, end_ns: i64) -> io::Result<()> {
+pub(super) fn duration(out: &mut Vec<u8>, start_ns: i64, end_ns: i64) {
     let dur_ns = end_ns - start_ns;
     let (ts, end, exact) = (read_back(start_ns), end_sum(end_ns), read_back(dur_ns));
-    let fits = |d: f64| ts + d == end && (d * 1000.0).round() == dur_ns as f64;
+    // `d * 1000` rounds to `dur_ns` (half away from zero, as `f64::round`), compared
+    // with the two exact bounds instead: `round` is a call into libm on x86-64
+    // without SSE4.1, and this runs for every slice.
+    let (low, high) = (dur_ns as f64 - 0.5, dur_ns as f64 + 0.5);
+    let fits = |d: f64| d >= 0.0 && ts + d == end && (low..high).contains(&(d * 1000.0));
     if fits(exact) {
         return micros(out, dur_ns);
     }
     // The difference of the two doubles is within half a step of one that fits;
     // rounding the sum may need a step either way.
     let near = end - ts;
-    let found = (0..=3)
-        .flat_map(|k| [step(near, k), step(near, -k)])
-        .find(|&d| d >= 0.0 && fits(d));
-    match found {
-        Some(d) => out.write_all(ryu::Buffer::new().format_finite(d).as_bytes()),
-        // Not met in the tests; a zero duration lands here, and is exact.
-        None => micros(out, dur_ns),
+    for k in 0..=3 {
+        for d in [step(near, k), step(near, -k)] {
+            if fits(d) {
+                out.extend_from_slice(ryu::Buffer::new().format_finite(d).as_bytes());
+                return;
+            }
+        }
     }
+    // Not met in the tests; a zero duration lands here, and is exact.
+    micros(out, dur_ns);
 }
 
 /// What `ts + dur` of every slice ending at `end_ns` sums to: the double of the end,
@@ -115,9 +143,9 @@ fn step(x: f64, k: i64) -> f64 {
 mod tests {
     use super::*;
 
-    fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+    fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut v = Vec::new();
-        f(&mut v).expect("write");
+        f(&mut v);
         String::from_utf8(v).expect("utf-8")
     }
 
@@ -135,6 +163,35 @@ mod tests {
         assert_eq!(text(|o| micros(o, i64::MAX)), "9223372036854775.807");
         assert_eq!(ns(999), 0);
         assert_eq!(ns(-1), -1);
+    }
+
+    #[test]
+    fn micros_agree_with_decimal_formatting() {
+        let reference = |ns: i64| {
+            let (sign, abs) = (if ns < 0 { "-" } else { "" }, ns.unsigned_abs());
+            let frac = format!("{:03}", abs % 1000);
+            let frac = frac.trim_end_matches('0');
+            let point = if frac.is_empty() { "" } else { "." };
+            format!("{sign}{}{point}{frac}", abs / 1000)
+        };
+        let mut values: Vec<i64> = (-2_000..200_000).collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            // xorshift: values of every size.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push((x >> (x % 64)) as i64);
+            values.push(-((x >> 1) as i64));
+        }
+        values.extend(
+            (0..19)
+                .map(|p| 10i64.pow(p))
+                .flat_map(|v| [v - 1, v, v + 1, -v]),
+        );
+        for ns in values {
+            assert_eq!(text(|o| micros(o, ns)), reference(ns), "{ns}");
+        }
     }
 
     /// Every start and end in the first few microseconds, and some far from the

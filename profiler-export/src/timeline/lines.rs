@@ -10,7 +10,8 @@ use profiler_core::xspace::{XEvent, XEventData, XEventMetadata, XLine, XPlane};
 use super::events::Events;
 use super::flows::LinkStats;
 use super::lanes::Lanes;
-use super::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor, LINK_STATS};
+use super::names::{EventMetadata, StatNames};
+use super::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor};
 
 /// Per-plane state of the walk.
 pub(super) struct PlaneWalk<'a, 't> {
@@ -18,7 +19,7 @@ pub(super) struct PlaneWalk<'a, 't> {
     plane: &'a XPlane,
     pid: u32,
     category: &'a str,
-    hidden: Vec<i64>,
+    stat_names: StatNames<'a>,
     links: LinkStats,
     /// Shared by all planes of the walk.
     tids: &'t mut Tids,
@@ -26,14 +27,8 @@ pub(super) struct PlaneWalk<'a, 't> {
     counter_tracks: HashMap<(i64, i64), CounterTrack<'a>>,
     /// Counter tracks made on the plane so far: the next one's number.
     counter_count: u64,
-    /// The plane's event metadata by id, where ids are dense from 0 (as producers
-    /// number them): an index per slice instead of a walk down the map's tree.
-    metadata: Vec<Option<&'a XEventMetadata>>,
+    metadata: EventMetadata<'a>,
 }
-
-/// Ids beyond this many per metadata (plus some) are looked up in the map instead:
-/// a plane numbering its metadata sparsely gets no table the size of its largest id.
-const DENSE_IDS_PER_METADATA: usize = 4;
 
 impl<'a, 't> PlaneWalk<'a, 't> {
     pub(super) fn new(
@@ -55,19 +50,19 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             plane,
             pid: process.pid,
             category,
-            hidden: LINK_STATS.iter().filter_map(|n| plane.stat_id(n)).collect(),
+            stat_names: StatNames::of(plane),
             links,
             tids,
             counter_tracks: HashMap::new(),
             counter_count: 0,
-            metadata: dense_metadata(plane),
+            metadata: EventMetadata::of(plane),
         }
     }
 
     /// The event metadata with id `id`, if the plane has one.
     #[inline]
     fn metadata(&self, id: i64) -> Option<&'a XEventMetadata> {
-        metadata_of(&self.metadata, self.plane, id)
+        self.metadata.get(id)
     }
 
     fn thread(&mut self, line: &'a XLine, lane: usize) -> Thread<'a> {
@@ -169,7 +164,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             flows_in,
             stats: [&event.stats, metadata.map_or(&[][..], |m| &m.stats)],
             plane: self.plane,
-            hidden: &self.hidden,
+            stat_names: &self.stat_names,
         };
         visitor.slice(&slice)?;
         totals.slices += 1;
@@ -263,35 +258,6 @@ impl Tids {
     }
 }
 
-/// `plane`'s event metadata indexed by id, for the ids from 0 up to a few per
-/// metadata; larger ids are left to the map.
-fn dense_metadata(plane: &XPlane) -> Vec<Option<&XEventMetadata>> {
-    let room = plane.event_metadata.len() * DENSE_IDS_PER_METADATA + 64;
-    let mut table = Vec::new();
-    for (&id, metadata) in plane.event_metadata.range(0..room as i64) {
-        let id = id as usize;
-        if table.len() <= id {
-            table.resize(id + 1, None);
-        }
-        table[id] = Some(metadata);
-    }
-    table
-}
-
-/// The metadata with id `id`: from `table` (of [`dense_metadata`]) where it reaches,
-/// else from the plane's map.
-#[inline]
-fn metadata_of<'a>(
-    table: &[Option<&'a XEventMetadata>],
-    plane: &'a XPlane,
-    id: i64,
-) -> Option<&'a XEventMetadata> {
-    match usize::try_from(id).ok().and_then(|i| table.get(i)) {
-        Some(&found) => found,
-        None => plane.event_metadata.get(&id),
-    }
-}
-
 /// Calls `f` with `events` in XProf's order (offset, then longest first) and their
 /// start in picoseconds from the origin, `base` being their line's start; aggregated
 /// events have no place on a timeline and are left out.
@@ -304,35 +270,4 @@ fn timed<E>(
         XEventData::OffsetPs(offset) => f(base.saturating_add(offset), event),
         XEventData::NumOccurrences(_) => Ok(()),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_is_found_by_id_as_the_map_finds_it() {
-        let mut plane = XPlane::default();
-        // Dense ids, a gap, a far one (left to the map), a negative one.
-        for id in [1, 2, 3, 7, 1_000_000, -3] {
-            plane.event_metadata.insert(
-                id,
-                XEventMetadata {
-                    id,
-                    name: format!("e{id}"),
-                    ..XEventMetadata::default()
-                },
-            );
-        }
-        let table = dense_metadata(&plane);
-        assert!(
-            table.len() <= 8,
-            "a table up to the dense ids only: {}",
-            table.len()
-        );
-        for id in (-5..40).chain([999_999, 1_000_000, 1_000_001, i64::MIN, i64::MAX]) {
-            let found = metadata_of(&table, &plane, id).map(|m| m.name.as_str());
-            assert_eq!(found, plane.event_name(id), "id {id}");
-        }
-    }
 }

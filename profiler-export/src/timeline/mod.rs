@@ -24,12 +24,14 @@
 //! ([`Timeline::lazy`], for converting files).
 //!
 //! `lines` walks a plane's lines into threads and counter tracks, `lanes` places each
-//! slice on a lane in O(log lanes); `flows` finds the links and which have both ends.
+//! slice on a lane in O(log lanes); `flows` finds the links and which have both ends;
+//! `names` indexes the plane's metadata by id for the lookups made per slice.
 
 mod events;
 mod flows;
 mod lanes;
 mod lines;
+mod names;
 
 use std::borrow::Cow;
 
@@ -187,21 +189,17 @@ pub struct Slice<'a, 'b> {
     /// call, hence `'b`).
     stats: [&'b [XStat]; 2],
     plane: &'a XPlane,
-    hidden: &'b [i64],
+    stat_names: &'b names::StatNames<'a>,
 }
 
 impl<'a, 'b> Slice<'a, 'b> {
     /// The event's arguments: its stats, then its metadata's, without link stats.
     pub fn args(&self) -> impl Iterator<Item = (&'a str, Arg<'b>)> + '_ {
-        let plane = self.plane;
-        self.stats
-            .into_iter()
-            .flatten()
-            .filter(|s| !self.hidden.contains(&s.metadata_id))
-            .filter_map(move |s| {
-                let name = plane.stat_name(s.metadata_id)?;
-                Some((name, Arg::of(plane, s.value.as_ref()?)))
-            })
+        let (plane, names) = (self.plane, self.stat_names);
+        self.stats.into_iter().flatten().filter_map(move |s| {
+            let name = names.get(s.metadata_id)?;
+            Some((name, Arg::of(plane, s.value.as_ref()?)))
+        })
     }
 
     /// Whether the event is an instant (zero duration).
