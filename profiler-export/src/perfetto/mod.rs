@@ -72,9 +72,10 @@ pub fn write_to<W: Write>(space: &XSpace, out: W) -> io::Result<Totals> {
 
 /// Writes the walk of `timeline` as a Perfetto trace to `out`.
 pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
-    let mut writer = Writer::new(io::BufWriter::new(out), timeline.origin());
+    let mut writer = Writer::new(out, timeline.origin());
     writer.clock_snapshot()?;
     let totals = timeline.walk(&mut writer)?;
+    writer.out.write_all(&writer.buf)?;
     writer.out.flush()?;
     Ok(totals)
 }
@@ -169,11 +170,14 @@ impl Sequence<'_> {
 
 struct Writer<'a, W> {
     out: W,
-    /// The packet being written (reused).
+    /// Packets not yet handed to `out`, a block at a time. A track event's packet is
+    /// framed straight into it: encoded into a packet buffer of its own and written
+    /// with its length through a `BufWriter`, each packet was copied twice more.
+    buf: Vec<u8>,
+    /// A rare packet (a descriptor, the clock snapshot) as prost encodes it, before
+    /// it is framed into `buf` (reused).
     packet: Vec<u8>,
-    /// Its key and length as a `Trace.packet` (reused).
-    head: Vec<u8>,
-    /// Its track event (reused).
+    /// The track event being written (reused).
     event: Vec<u8>,
     /// One debug annotation (reused).
     annotation: Vec<u8>,
@@ -190,6 +194,11 @@ struct Writer<'a, W> {
 }
 
 // Field numbers of the hand-encoded messages (see `proto` for their documentation).
+/// Bytes of packets gathered before they are handed to the output.
+const BLOCK: usize = 64 * 1024;
+
+/// `Trace.packet`: every packet is one, framed with its length.
+const TRACE_PACKET: u32 = 1;
 const PACKET_TIMESTAMP: u32 = 8;
 const PACKET_SEQUENCE_ID: u32 = 10;
 const PACKET_TRACK_EVENT: u32 = 11;
@@ -247,6 +256,18 @@ fn put_fixed64(buf: &mut Vec<u8>, field: u32, value: u64) {
     buf.extend_from_slice(&value.to_le_bytes());
 }
 
+/// Bytes varint field `field` holding `value` takes.
+#[inline(always)]
+fn varint_field_len(field: u32, value: u64) -> usize {
+    prost::encoding::key_len(field) + prost::encoding::encoded_len_varint(value)
+}
+
+/// Bytes length-delimited field `field` of `len` bytes takes.
+#[inline(always)]
+fn bytes_field_len(field: u32, len: usize) -> usize {
+    prost::encoding::key_len(field) + prost::encoding::encoded_len_varint(len as u64) + len
+}
+
 #[inline(always)]
 fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     key(buf, field, WireType::LengthDelimited);
@@ -264,8 +285,8 @@ impl<'a, W: Write> Writer<'a, W> {
     fn new(out: W, origin: Origin) -> Self {
         Writer {
             out,
+            buf: Vec::with_capacity(BLOCK + BLOCK / 8),
             packet: Vec::with_capacity(256),
-            head: Vec::with_capacity(16),
             event: Vec::with_capacity(256),
             annotation: Vec::with_capacity(64),
             origin,
@@ -277,25 +298,25 @@ impl<'a, W: Write> Writer<'a, W> {
     }
 
     /// Appends the encoded packet in `self.packet` as one `Trace.packet` (field 1).
-    fn flush_packet(&mut self) -> io::Result<()> {
-        self.head.clear();
-        key(&mut self.head, 1, WireType::LengthDelimited);
-        varint(&mut self.head, self.packet.len() as u64);
-        self.out.write_all(&self.head)?;
-        self.out.write_all(&self.packet)
+    /// Hands the packets framed so far to the output once they fill a block.
+    #[inline]
+    fn done(&mut self) -> io::Result<()> {
+        if self.buf.len() >= BLOCK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
-    /// Appends a packet built with [`proto`]'s messages.
     fn emit(&mut self, packet: &TracePacket) -> io::Result<()> {
         self.packet.clear();
         packet
             .encode(&mut self.packet)
             .map_err(|e| io::Error::other(format!("encoding a packet: {e}")))?;
-        self.flush_packet()
+        put_bytes(&mut self.buf, TRACE_PACKET, &self.packet);
+        self.done()
     }
 
-    /// The first packet: clears the first sequence's state and states that trace
-    /// time is wall-clock time, so that absolute timestamps show as dates.
     fn clock_snapshot(&mut self) -> io::Result<()> {
         let now = u64::try_from(self.origin.unix_ns).unwrap_or(0);
         let clock = |id| Clock {
@@ -344,24 +365,37 @@ impl<'a, W: Write> Writer<'a, W> {
 
     /// Sends the track event in `self.event` at `ts` ns on sequence `sequence`, with
     /// the names interned since the last packet.
+    /// Frames the track event in `event` into a packet at `ts` on `sequence`, with
+    /// the names interned since the last one.
     fn send_event(&mut self, sequence: u32, ts: u64) -> io::Result<()> {
-        self.packet.clear();
-        put_varint(&mut self.packet, PACKET_TIMESTAMP, ts);
-        put_varint(&mut self.packet, PACKET_SEQUENCE_ID, u64::from(sequence));
-        put_varint(
-            &mut self.packet,
-            PACKET_SEQUENCE_FLAGS,
-            u64::from(proto::SEQ_NEEDS_INCREMENTAL_STATE),
-        );
-        if !(self.new.event_names.is_empty()
+        let interned = if self.new.event_names.is_empty()
             && self.new.event_categories.is_empty()
-            && self.new.debug_annotation_names.is_empty())
+            && self.new.debug_annotation_names.is_empty()
         {
-            let interned = std::mem::take(&mut self.new).encode_to_vec();
-            put_bytes(&mut self.packet, PACKET_INTERNED_DATA, &interned);
+            None
+        } else {
+            Some(std::mem::take(&mut self.new).encode_to_vec())
+        };
+        let flags = u64::from(proto::SEQ_NEEDS_INCREMENTAL_STATE);
+        // The packet's length first: its fields are then written where they go.
+        let len = varint_field_len(PACKET_TIMESTAMP, ts)
+            + varint_field_len(PACKET_SEQUENCE_ID, u64::from(sequence))
+            + varint_field_len(PACKET_SEQUENCE_FLAGS, flags)
+            + interned
+                .as_ref()
+                .map_or(0, |i| bytes_field_len(PACKET_INTERNED_DATA, i.len()))
+            + bytes_field_len(PACKET_TRACK_EVENT, self.event.len());
+        let buf = &mut self.buf;
+        key(buf, TRACE_PACKET, WireType::LengthDelimited);
+        varint(buf, len as u64);
+        put_varint(buf, PACKET_TIMESTAMP, ts);
+        put_varint(buf, PACKET_SEQUENCE_ID, u64::from(sequence));
+        put_varint(buf, PACKET_SEQUENCE_FLAGS, flags);
+        if let Some(interned) = &interned {
+            put_bytes(buf, PACKET_INTERNED_DATA, interned);
         }
-        put_bytes(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
-        self.flush_packet()
+        put_bytes(buf, PACKET_TRACK_EVENT, &self.event);
+        self.done()
     }
 }
 
