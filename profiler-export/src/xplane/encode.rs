@@ -1,15 +1,16 @@
-//! A space as `.xplane.pb` bytes, each event's length computed once.
+//! A space as `.xplane.pb` bytes, each event's length computed once ahead.
 //!
 //! prost's derived encoders write a nested message's length prefix from its
 //! `encoded_len`, which sums its children's: an event's length was computed once per
 //! message around it (the space, its plane, its line) and again for its own prefix,
 //! four times in all, and that was a third of encoding a profile. Here the lines,
 //! which hold nearly all of a profile, are written by hand: each event's length is
-//! computed once, kept for the line's and the plane's prefixes, and used for its own.
-//! Everything else (ids, names, metadata, stats) goes through prost's field
-//! encoders. The bytes are prost's: the same fields in the same order (by field
-//! number, as prost-derive writes them), which a test checks. The kept lengths cost
-//! 8 bytes per event while encoding, beside the 15 or so of the output.
+//! computed once for its line's (and so its plane's) prefix, and an event writing
+//! itself gets its own from encoding its fields first (`XEvent::encode_field`).
+//! Keeping every event's length between the two passes instead cost 8 bytes per
+//! event written and read back. Everything else (ids, names, metadata, stats) goes
+//! through prost's field encoders. The bytes are prost's: the same fields in the same
+//! order (by field number, as prost-derive writes them), which a test checks.
 
 use prost::encoding::{
     btree_map, encode_key, encode_varint, encoded_len_varint, int64, key_len, message, string,
@@ -54,18 +55,14 @@ fn encode_with(
     spill_at: usize,
     spill: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let lines = || space.planes.iter().flat_map(|p| &p.lines);
-    // Every event's length, in walk order, computed once; then every line's and
-    // every plane's from them.
-    let event_lens: Vec<usize> = lines()
-        .flat_map(|l| &l.events)
-        .map(Message::encoded_len)
-        .collect();
-    let mut at = 0;
-    let line_lens: Vec<usize> = lines()
+    // Every line's length, from its events'; then every plane's from them. An event
+    // gives its own length again as it is written (`XEvent::encode_field`).
+    let line_lens: Vec<usize> = space
+        .planes
+        .iter()
+        .flat_map(|p| &p.lines)
         .map(|line| {
-            let events = &event_lens[at..at + line.events.len()];
-            at += events.len();
+            let events = line.events.iter().map(Message::encoded_len);
             line_head_len(line) + nested_len(LINE_EVENTS, events) + line_tail_len(line)
         })
         .collect();
@@ -76,10 +73,12 @@ fn encode_with(
         .map(|plane| {
             let lines = &line_lens[at..at + plane.lines.len()];
             at += lines.len();
-            plane_head_len(plane) + nested_len(PLANE_LINES, lines) + plane_tail_len(plane)
+            plane_head_len(plane)
+                + nested_len(PLANE_LINES, lines.iter().copied())
+                + plane_tail_len(plane)
         })
         .collect();
-    let total = nested_len(SPACE_PLANES, &plane_lens)
+    let total = nested_len(SPACE_PLANES, plane_lens.iter().copied())
         + string::encoded_len_repeated(SPACE_ERRORS, &space.errors)
         + string::encoded_len_repeated(SPACE_WARNINGS, &space.warnings)
         + string::encoded_len_repeated(SPACE_HOSTNAMES, &space.hostnames);
@@ -91,10 +90,10 @@ fn encode_with(
         spill,
         spilled: 0,
     };
-    let (mut events, mut lines) = (&event_lens[..], &line_lens[..]);
+    let mut lines = &line_lens[..];
     for (plane, &len) in space.planes.iter().zip(&plane_lens) {
         prefix(SPACE_PLANES, len, out.out);
-        put_plane(plane, &mut lines, &mut events, &mut out)?;
+        put_plane(plane, &mut lines, &mut out)?;
     }
     let out_ = &mut *out.out;
     string::encode_repeated(SPACE_ERRORS, &space.errors, out_);
@@ -126,9 +125,8 @@ impl Spilling<'_> {
 }
 
 /// The length of repeated message field `field` whose messages are `lens` long.
-fn nested_len(field: u32, lens: &[usize]) -> usize {
-    lens.iter()
-        .map(|&len| key_len(field) + encoded_len_varint(len as u64) + len)
+fn nested_len(field: u32, lens: impl Iterator<Item = usize>) -> usize {
+    lens.map(|len| key_len(field) + encoded_len_varint(len as u64) + len)
         .sum()
 }
 
@@ -164,19 +162,13 @@ fn plane_tail_len(plane: &XPlane) -> usize {
     ) + message::encoded_len_repeated(PLANE_STATS, &plane.stats)
 }
 
-/// Writes `plane`, taking its lines' lengths from `lines` and their events' from
-/// `events`.
-fn put_plane(
-    plane: &XPlane,
-    lines: &mut &[usize],
-    events: &mut &[usize],
-    spilling: &mut Spilling<'_>,
-) -> io::Result<()> {
+/// Writes `plane`, taking its lines' lengths from `lines`.
+fn put_plane(plane: &XPlane, lines: &mut &[usize], spilling: &mut Spilling<'_>) -> io::Result<()> {
     put_int64(PLANE_ID, plane.id, spilling.out);
     put_string(PLANE_NAME, &plane.name, spilling.out);
     for (line, &len) in plane.lines.iter().zip(take(lines, plane.lines.len())) {
         prefix(PLANE_LINES, len, spilling.out);
-        put_line(line, take(events, line.events.len()), spilling)?;
+        put_line(line, spilling)?;
     }
     let out = &mut *spilling.out;
     btree_map::encode(
@@ -217,13 +209,12 @@ fn line_tail_len(line: &XLine) -> usize {
         + string_len(LINE_DISPLAY_NAME, &line.display_name)
 }
 
-fn put_line(line: &XLine, event_lens: &[usize], spilling: &mut Spilling<'_>) -> io::Result<()> {
+fn put_line(line: &XLine, spilling: &mut Spilling<'_>) -> io::Result<()> {
     put_int64(LINE_ID, line.id, spilling.out);
     put_string(LINE_NAME, &line.name, spilling.out);
     put_int64(LINE_TIMESTAMP_NS, line.timestamp_ns, spilling.out);
-    for (event, &len) in line.events.iter().zip(event_lens) {
-        prefix(LINE_EVENTS, len, spilling.out);
-        event.encode_raw(spilling.out);
+    for event in &line.events {
+        event.encode_field(LINE_EVENTS, spilling.out);
         spilling.after_event()?;
     }
     let out = &mut *spilling.out;
