@@ -11,17 +11,47 @@ use crate::schema;
 use crate::tags::{CLOSED, OBJECT_OF, POLL_OF};
 use crate::xspace::{ps, sort_events, PlaneBuilder, Stats, XEvent, XLine, XStat, XStatValue};
 
-/// Event names are `&'static str`s: most events share a few pointers, so they are
-/// looked up by address before the plane interns their text.
+/// Event names and field keys are `&'static str`s: most records share a few
+/// pointers, so they are looked up by address before the plane interns their text
+/// (which hashes it).
 #[derive(Default)]
-pub(super) struct NameCache(HashMap<(usize, usize), i64, BuildHasherDefault<AddrHasher>>);
+pub(super) struct NameCache {
+    events: AddrMap,
+    stats: AddrMap,
+    /// Event names met last, by address: a line repeats few, and this finds them
+    /// without hashing or probing the map.
+    recent: [(usize, usize, i64); RECENT],
+}
+
+/// Entries of [`NameCache::recent`].
+const RECENT: usize = 16;
+
+type AddrMap = HashMap<(usize, usize), i64, BuildHasherDefault<AddrHasher>>;
 
 impl NameCache {
+    /// The event metadata id of `name`.
     pub(super) fn id(&mut self, plane: &mut PlaneBuilder, name: &'static str) -> i64 {
+        let (addr, len) = (name.as_ptr() as usize, name.len());
+        let slot = (addr >> 3 ^ len) % RECENT;
+        let (seen_addr, seen_len, id) = self.recent[slot];
+        // No `&'static str` is at address 0, so an empty entry never matches.
+        if (seen_addr, seen_len) == (addr, len) {
+            return id;
+        }
+        let id = *self
+            .events
+            .entry((addr, len))
+            .or_insert_with(|| plane.event_metadata_id(name));
+        self.recent[slot] = (addr, len, id);
+        id
+    }
+
+    /// The stat metadata id of field key `key`.
+    fn stat_id(&mut self, plane: &mut PlaneBuilder, key: &'static str) -> i64 {
         *self
-            .0
-            .entry((name.as_ptr() as usize, name.len()))
-            .or_insert_with(|| plane.event_metadata_id(name))
+            .stats
+            .entry((key.as_ptr() as usize, key.len()))
+            .or_insert_with(|| plane.stat_metadata_id(key))
     }
 }
 
@@ -135,7 +165,9 @@ impl<'a> LineBuilder<'a> {
                     (POLL_OF, OwnedValue::U64(task)) => self.polls.push((i, task)),
                     (OBJECT_OF, OwnedValue::U64(tag)) => self.objects.push((i, tag)),
                     (key, value) => {
-                        add_stat(plane, &mut self.events[i].stats, key, stat_value(value))
+                        let id = names.stat_id(plane, key);
+                        let stats = &mut self.events[i].stats;
+                        add_stat_with_id(plane, stats, id, key, stat_value(value));
                     }
                 }
             }
@@ -206,7 +238,22 @@ pub(super) fn build_line(mut events: Vec<XEvent>, line_id: u32, line_name: &str)
 /// `set_metadata` means to. A `step_num` makes the event a step root, as JAX's
 /// `StepTraceAnnotation` does: `_r` = 1 beside an int64 `step_num`.
 pub(super) fn add_stat(plane: &mut PlaneBuilder, stats: &mut Stats, key: &str, value: XStatValue) {
-    let stat = plane.stat(key, value);
+    let id = plane.stat_metadata_id(key);
+    add_stat_with_id(plane, stats, id, key, value);
+}
+
+/// [`add_stat`] with the stat metadata id of `key` already known.
+fn add_stat_with_id(
+    plane: &mut PlaneBuilder,
+    stats: &mut Stats,
+    id: i64,
+    key: &str,
+    value: XStatValue,
+) {
+    let stat = XStat {
+        metadata_id: id,
+        value: Some(value),
+    };
     match stats.iter_mut().find(|s| s.metadata_id == stat.metadata_id) {
         Some(existing) => *existing = stat,
         None => {
@@ -245,8 +292,33 @@ fn stat_value(value: OwnedValue) -> XStatValue {
 
 #[cfg(test)]
 mod tests {
-    use super::{build_line, find_seq};
-    use crate::xspace::XEvent;
+    use super::{build_line, find_seq, NameCache, RECENT};
+    use crate::xspace::{PlaneBuilder, XEvent};
+
+    #[test]
+    fn names_get_the_plane_s_ids_however_often_and_wherever_they_are_met() {
+        let mut plane = PlaneBuilder::new(1, "/host:CPU");
+        let mut cache = NameCache::default();
+        // More names than the recent table holds; one text at two addresses; a name
+        // sharing its address with a longer one; keys that are also event names.
+        let many: Vec<&'static str> = (0..3 * RECENT)
+            .map(|i| &*Box::leak(format!("name {i}").into_boxed_str()))
+            .collect();
+        let text: &'static str = Box::leak("opmatmulop".to_owned().into_boxed_str());
+        let names = [&text[..2], &text[8..], &text[..3], &text[2..8]];
+        for _ in 0..3 {
+            for &name in many.iter().chain(&names) {
+                let id = cache.id(&mut plane, name);
+                assert_eq!(id, plane.event_metadata_id(name), "{name}");
+                let stat = cache.stat_id(&mut plane, name);
+                assert_eq!(Some(stat), plane.find_stat_metadata_id(name), "{name}");
+            }
+        }
+        assert_eq!(
+            cache.id(&mut plane, names[0]),
+            cache.id(&mut plane, names[1])
+        );
+    }
 
     #[test]
     fn a_line_starts_at_its_earliest_event_and_is_in_xprofs_order() {
