@@ -54,14 +54,17 @@ def estimates(run_dir):
 def interleaved(run_dir):
     """{(group, case or comparison): (median, q1, q3)} from the benches' interleaved
     rounds (support/interleaved.rs), which every log prints as
-    `interleaved GROUP NAME median q1 q3`."""
-    out = {}
+    `interleaved GROUP NAME median q1 q3`; and {(group, case): ns} of the fastest
+    round, where a bench prints `interleaved-fastest GROUP NAME ns` (the exports)."""
+    out, fastest = {}, {}
     for log in glob.glob(os.path.join(run_dir, "*.log")):
         for line in read(log).splitlines():
             parts = line.split()
             if len(parts) == 6 and parts[0] == "interleaved":
                 out[(parts[1], parts[2])] = tuple(float(x) for x in parts[3:])
-    return out
+            elif len(parts) == 4 and parts[0] == "interleaved-fastest":
+                fastest[(parts[1], parts[2])] = float(parts[3])
+    return out, fastest
 
 
 def scale_rows(run_dir):
@@ -88,7 +91,7 @@ def main():
     args = ap.parse_args()
 
     est = estimates(args.run_dir)
-    inter = interleaved(args.run_dir)
+    inter, fastest = interleaved(args.run_dir)
     m = machine()
 
     def ns(group, bench, per=1):
@@ -181,19 +184,34 @@ def main():
     else:
         goal("`TrackingAllocator` recording ÷ `System`", None, "≤ 1.15×", None, "")
     per = 1_000_000
-    collect = ns("export_1M_events", "collect", per)
-    write = ns("export_1M_events", "encode_and_write_atomically", per)
-    if collect and write:
-        total = collect[0] + write[0]
-        goal("stop → `.xplane.pb`, per event", total, "≤ 120 ns", lambda v: v <= 120,
-             f"{total:.0f} ns (collect {collect[0]:.0f} + encode and write {write[0]:.0f})")
-    else:
-        goal("stop → `.xplane.pb`, per event", None, "≤ 120 ns", None, "")
+
+    def export(benches):
+        """An export goal's ns per event, summed over `benches`: the median of the
+        interleaved rounds where the bench printed them (with its quartiles and fastest
+        round), else criterion's; and how it is shown."""
+        rounds = [inter.get(("export_1M_events", b)) for b in benches]
+        crit = [ns("export_1M_events", b, per) for b in benches]
+        crit_shown = ("criterion " + " + ".join(f"{c[0]:.0f}" for c in crit)
+                      if all(crit) else "")
+        if all(rounds):
+            med = sum(r[0] for r in rounds)
+            parts = " + ".join(f"{r[0]:.0f}" for r in rounds)
+            quick = [fastest.get(("export_1M_events", b)) for b in benches]
+            quick = f", fastest round {sum(quick):.0f}" if all(quick) else ""
+            split = f" ({parts})" if len(benches) > 1 else ""
+            return med, (f"{med:.0f} ns{split} [{sum(r[1] for r in rounds):.0f}–"
+                         f"{sum(r[2] for r in rounds):.0f}] interleaved{quick}; {crit_shown}")
+        if all(crit):
+            return sum(c[0] for c in crit), f"{sum(c[0] for c in crit):.0f} ns ({crit_shown})"
+        return None, ""
+
+    value, shown = export(["collect", "encode_and_write_atomically"])
+    goal("stop → `.xplane.pb`, per event (collect + encode and write)", value, "≤ 120 ns",
+         lambda v: v <= 120, shown)
     for bench, name, target in [("perfetto", "Perfetto", 200), ("chrome_json", "Chrome JSON", 200),
                                 ("chrome_json_gz", "Chrome JSON, gzipped", 350)]:
-        v = ns("export_1M_events", bench, per)
-        goal(f"{name}, per event", v and v[0], f"≤ {target} ns", lambda x, t=target: x <= t,
-             v and f"{v[0]:.0f} ns")
+        value, shown = export([bench])
+        goal(f"{name}, per event", value, f"≤ {target} ns", lambda x, t=target: x <= t, shown)
 
     rows = scale_rows(args.run_dir)
     figures["scale"] = rows

@@ -42,6 +42,15 @@ pub enum Cmp {
 }
 
 impl Rounds {
+    /// Prints each case's fastest round as `interleaved-fastest GROUP CASE ns`: for
+    /// absolute targets, what the machine does when nothing beside it slows it.
+    pub fn print_fastest(&self, group: &str) {
+        for name in &self.names {
+            let fastest = self.of(name).iter().copied().fold(f64::INFINITY, f64::min);
+            println!("interleaved-fastest {group} {name} {fastest:.3}");
+        }
+    }
+
     fn of(&self, name: &str) -> &[f64] {
         let i = self.names.iter().position(|n| *n == name);
         &self.ns[i.unwrap_or_else(|| panic!("no case {name}"))]
