@@ -54,10 +54,12 @@ fn a_gpu_profile_keeps_each_sequence_in_time_order() {
 
     let mut last: HashMap<u32, u64> = HashMap::new();
     let mut thread_names: HashMap<u64, String> = HashMap::new();
+    let mut defaults = HashMap::new();
     let mut begins: HashMap<String, u32> = HashMap::new();
     let (mut names, mut outs, mut ins) = (HashMap::new(), HashSet::new(), HashSet::new());
     for (i, p) in trace.packet.iter().enumerate() {
         let seq = p.trusted_packet_sequence_id.expect("sequence");
+        p.note_defaults(&mut defaults);
         if let Some(d) = &p.interned_data {
             for n in &d.event_names {
                 names.insert((seq, n.iid.expect("iid")), n.name.clone().expect("name"));
@@ -78,7 +80,7 @@ fn a_gpu_profile_keeps_each_sequence_in_time_order() {
         if e.r#type == Some(proto::TYPE_SLICE_BEGIN) {
             let name = &names[&(seq, e.name_iid.expect("name"))];
             *begins.entry(name.clone()).or_default() += 1;
-            let track = &thread_names[&e.track_uuid.expect("track")];
+            let track = &thread_names[&p.event_track(&defaults).expect("track")];
             assert!(
                 !name.starts_with("gemm") || track.starts_with("Stream #7"),
                 "{name} on {track}"

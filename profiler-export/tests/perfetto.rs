@@ -54,12 +54,16 @@ fn every_sequence_goes_forward_in_time_and_a_track_keeps_its_sequence() {
     let (trace, _) = trace();
     let mut last: HashMap<u32, u64> = HashMap::new();
     let mut track_sequence: HashMap<u64, u32> = HashMap::new();
+    let mut defaults = HashMap::new();
     for (i, p) in trace.packet.iter().enumerate() {
         let seq = p.trusted_packet_sequence_id.expect("sequence id");
+        p.note_defaults(&mut defaults);
         if let Some(d) = &p.track_descriptor {
             if d.thread.is_some() || d.counter.is_some() {
                 let uuid = d.uuid.expect("uuid");
                 assert_eq!(track_sequence.insert(uuid, seq), None, "packet {i}");
+                // The sequence's events leave their track out: it is the default.
+                assert_eq!(defaults.get(&seq), Some(&uuid), "packet {i}");
             }
         }
         let Some(ts) = p.timestamp else { continue };
@@ -69,7 +73,8 @@ fn every_sequence_goes_forward_in_time_and_a_track_keeps_its_sequence() {
             "packet {i}: sequence {seq} goes back from {previous} to {ts}"
         );
         if let Some(e) = &p.track_event {
-            let track = e.track_uuid.expect("track");
+            assert_eq!(e.track_uuid, None, "packet {i}: the sequence's default");
+            let track = p.event_track(&defaults).expect("track");
             assert_eq!(track_sequence.get(&track), Some(&seq), "packet {i}");
         }
     }
@@ -83,11 +88,13 @@ fn every_sequence_goes_forward_in_time_and_a_track_keeps_its_sequence() {
 fn tracks_and_interned_ids_are_defined_on_their_sequence_before_use() {
     let (trace, _) = trace();
     let mut tracks = HashSet::new();
+    let mut defaults = HashMap::new();
     // Per sequence: names, categories, argument names.
     type Tables = [HashSet<u64>; 3];
     let mut interned: HashMap<u32, Tables> = HashMap::new();
     for (i, p) in trace.packet.iter().enumerate() {
         let seq = p.trusted_packet_sequence_id.expect("sequence id");
+        p.note_defaults(&mut defaults);
         let tables = interned.entry(seq).or_default();
         if let Some(d) = &p.interned_data {
             tables[0].extend(d.event_names.iter().map(|n| n.iid.expect("iid")));
@@ -108,7 +115,7 @@ fn tracks_and_interned_ids_are_defined_on_their_sequence_before_use() {
         }
         if let Some(e) = &p.track_event {
             assert!(
-                tracks.contains(&e.track_uuid.expect("track")),
+                tracks.contains(&p.event_track(&defaults).expect("track")),
                 "packet {i}: track undeclared"
             );
             if let Some(n) = e.name_iid {
@@ -137,11 +144,13 @@ fn slices_balance_flows_pair_and_counters_have_values() {
     let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
     let (mut slices, mut duration_ns, mut counters) = (0u64, 0i64, 0u64);
     let (mut outs, mut ins) = (HashSet::new(), HashSet::new());
+    let mut defaults = HashMap::new();
     for p in &trace.packet {
+        p.note_defaults(&mut defaults);
         let Some(e) = &p.track_event else { continue };
         let ts = p.timestamp.expect("timestamp");
         assert!(ts >= support::START_UNIX_NS, "absolute Unix nanoseconds");
-        let track = e.track_uuid.expect("track");
+        let track = p.event_track(&defaults).expect("track");
         match e.r#type.expect("type") {
             proto::TYPE_SLICE_BEGIN => open.entry(track).or_default().push(ts),
             proto::TYPE_SLICE_END => {

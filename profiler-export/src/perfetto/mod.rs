@@ -11,7 +11,8 @@
 //! writer whose packets are in time order: the first sequence holds the clock
 //! snapshot and the process tracks, and every thread track (each lane of a line) and
 //! every counter track has a sequence of its own, opened by its track descriptor
-//! (which clears the sequence's incremental state) and followed by its events in
+//! (which clears the sequence's incremental state, and makes the track the default
+//! of the sequence's events, which then name none) and followed by its events in
 //! non-decreasing timestamp order. Event names, categories and argument names are
 //! interned per sequence the first time it uses them. The trace processor sorts
 //! packets by time whatever their order and resolves interned ids in file order, so
@@ -52,7 +53,7 @@ use crate::timeline::{
 use prost::encoding::WireType;
 use proto::{
     Clock, ClockSnapshot, CounterDescriptor, Interned, InternedData, ProcessDescriptor,
-    ThreadDescriptor, TracePacket, TrackDescriptor,
+    ThreadDescriptor, TracePacket, TracePacketDefaults, TrackDescriptor, TrackEventDefaults,
 };
 
 /// File extension of Perfetto traces.
@@ -208,7 +209,6 @@ const EVENT_CATEGORY_IIDS: u32 = 3;
 const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
 const EVENT_TYPE: u32 = 9;
 const EVENT_NAME_IID: u32 = 10;
-const EVENT_TRACK_UUID: u32 = 11;
 const EVENT_COUNTER_VALUE: u32 = 30;
 const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
 const EVENT_FLOW_IDS: u32 = 47;
@@ -340,10 +340,18 @@ impl<'a, W: Write> Writer<'a, W> {
     fn track(&mut self, key: u64, descriptor: TrackDescriptor) -> io::Result<Sequence<'a>> {
         self.last_sequence += 1;
         let id = self.last_sequence;
+        // The track is the sequence's default: its events leave out their
+        // `track_uuid` (a nine-byte varint for a thread's `pid << 32 | tid`), as the
+        // Perfetto SDK's do.
         self.emit(&TracePacket {
             trusted_packet_sequence_id: Some(id),
             sequence_flags: Some(proto::SEQ_INCREMENTAL_STATE_CLEARED),
             track_descriptor: Some(descriptor),
+            trace_packet_defaults: Some(TracePacketDefaults {
+                track_event_defaults: Some(TrackEventDefaults {
+                    track_uuid: Some(key),
+                }),
+            }),
             ..TracePacket::default()
         })?;
         Ok(Sequence {
@@ -357,10 +365,10 @@ impl<'a, W: Write> Writer<'a, W> {
     }
 
     /// Starts the track event in `self.event`: its type and track.
-    fn begin_event(&mut self, kind: i32, track: u64) {
+    /// Starts a track event of type `kind`; its track is its sequence's default.
+    fn begin_event(&mut self, kind: i32) {
         self.event.clear();
         put_varint(&mut self.event, EVENT_TYPE, kind as u64);
-        put_varint(&mut self.event, EVENT_TRACK_UUID, track);
     }
 
     /// Sends the track event in `self.event` at `ts` ns on sequence `sequence`, with
@@ -497,7 +505,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
             proto::TYPE_SLICE_BEGIN
         };
         let key = slice.thread.key;
-        self.begin_event(kind, key);
+        self.begin_event(kind);
         let ts = to_ns(self.origin, slice.start_ps);
         let Writer {
             lanes,
@@ -534,7 +542,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn slice_end(&mut self, thread: &Thread<'a>, end_ps: i64) -> io::Result<()> {
-        self.begin_event(proto::TYPE_SLICE_END, thread.key);
+        self.begin_event(proto::TYPE_SLICE_END);
         let ts = to_ns(self.origin, end_ps);
         let id = find(&mut self.lanes, thread.lane as usize, thread.key)?.at(ts);
         self.send_event(id, ts)
@@ -556,7 +564,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
-        self.begin_event(proto::TYPE_COUNTER, track.key);
+        self.begin_event(proto::TYPE_COUNTER);
         match value {
             Arg::Int(v) => put_varint(&mut self.event, EVENT_COUNTER_VALUE, v as u64),
             Arg::Uint(v) if i64::try_from(v).is_ok() => {

@@ -29,6 +29,50 @@ pub struct TracePacket {
     /// Declares a track before events use it.
     #[prost(message, optional, tag = "60")]
     pub track_descriptor: Option<TrackDescriptor>,
+    /// Defaults for the later packets of the sequence, until its state is cleared.
+    #[prost(message, optional, tag = "59")]
+    pub trace_packet_defaults: Option<TracePacketDefaults>,
+}
+
+impl TracePacket {
+    /// The track of this packet's event: its own `track_uuid`, else the sequence's
+    /// default, `defaults` being the last [`TracePacketDefaults`] track of each
+    /// sequence (as a reader keeps them).
+    pub fn event_track(&self, defaults: &std::collections::HashMap<u32, u64>) -> Option<u64> {
+        let event = self.track_event.as_ref()?;
+        event.track_uuid.or_else(|| {
+            let sequence = self.trusted_packet_sequence_id?;
+            defaults.get(&sequence).copied()
+        })
+    }
+
+    /// Notes in `defaults` the default track this packet sets for its sequence.
+    pub fn note_defaults(&self, defaults: &mut std::collections::HashMap<u32, u64>) {
+        let track = self
+            .trace_packet_defaults
+            .as_ref()
+            .and_then(|d| d.track_event_defaults.as_ref())
+            .and_then(|d| d.track_uuid);
+        if let (Some(sequence), Some(track)) = (self.trusted_packet_sequence_id, track) {
+            defaults.insert(sequence, track);
+        }
+    }
+}
+
+/// `TracePacketDefaults`: values a sequence's packets take unless they set their own.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TracePacketDefaults {
+    /// Defaults for track events.
+    #[prost(message, optional, tag = "11")]
+    pub track_event_defaults: Option<TrackEventDefaults>,
+}
+
+/// `TrackEventDefaults`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TrackEventDefaults {
+    /// The track of the sequence's events that name none.
+    #[prost(uint64, optional, tag = "11")]
+    pub track_uuid: Option<u64>,
 }
 
 /// The packet resets the sequence's interned state.
