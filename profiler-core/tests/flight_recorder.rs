@@ -90,6 +90,35 @@ fn rings_keep_the_latest_records_in_bounded_memory() {
     assert_eq!(checked_work(&last).last(), Some(&200_000));
 }
 
+/// A ring of records of three slots (an event and two scalar fields): they straddle
+/// chunk ends and the ring's wrap, and the latest keep their fields.
+#[test]
+fn scalar_fields_keep_their_event_in_a_ring() {
+    let _serial = support::serial();
+    flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(2048)).expect("start");
+    for i in 0..50_000i64 {
+        let _t = trace!("pair", i = i, twice = i * 2);
+    }
+    let profile = session::stop().expect("stop");
+    let host = support::host(&profile);
+    let mut seen = Vec::new();
+    for e in host.lines.iter().flat_map(|l| &l.events) {
+        if support::name(host, e) != "pair" {
+            continue;
+        }
+        let (Some(XStatValue::Int64(i)), Some(XStatValue::Int64(twice))) =
+            (support::stat(host, e, "i"), support::stat(host, e, "twice"))
+        else {
+            continue; // the oldest end of the ring may have lost its fields
+        };
+        assert_eq!(twice, 2 * i);
+        seen.push(i);
+    }
+    assert!(seen.len() > 500, "{}", seen.len());
+    assert_eq!(seen.last(), Some(&49_999));
+    assert!(seen.windows(2).all(|w| w[1] == w[0] + 1), "contiguous");
+}
+
 #[test]
 fn snapshots_while_threads_write_decode_whole_records() {
     let _serial = support::serial();

@@ -413,6 +413,49 @@ fn delay_and_duration_bound_the_recording() {
     );
 }
 
+/// Events with two and three scalar fields: records of three slots, which straddle
+/// the ends of chunks (1024 slots), and of four, which fill them exactly. Each field
+/// stays with its event, whichever way its slots were taken.
+#[test]
+fn scalar_fields_stay_with_their_event_across_chunks() {
+    let _s = serial();
+    const EVENTS: i64 = 20_000;
+    session::start(ProfileOptions::default(), None).expect("start");
+    for i in 0..EVENTS {
+        if i % 2 == 0 {
+            let _t = trace!("two", a = i, b = i * 2);
+        } else {
+            let _t = trace!("three", a = i, b = i * 3, c = i % 5 == 0);
+        }
+    }
+    let profile = session::stop().expect("stop");
+    let plane = host(&profile);
+    let line = line(plane, &this_thread());
+    let int = |e, key| match stat(plane, e, key) {
+        Some(XStatValue::Int64(v)) => v,
+        other => panic!("{key}: {other:?}"),
+    };
+    let mut seen = Vec::new();
+    for e in &line.events {
+        let a = int(e, "a");
+        match name(plane, e) {
+            "two" => {
+                assert_eq!(a % 2, 0);
+                assert_eq!(int(e, "b"), a * 2, "event {a}");
+                assert_eq!(stat(plane, e, "c"), None, "event {a}");
+            }
+            "three" => {
+                assert_eq!(a % 2, 1);
+                assert_eq!(int(e, "b"), a * 3, "event {a}");
+                assert_eq!(int(e, "c"), i64::from(a % 5 == 0), "event {a}");
+            }
+            other => panic!("unexpected {other}"),
+        }
+        seen.push(a);
+    }
+    assert_eq!(seen, (0..EVENTS).collect::<Vec<_>>());
+}
+
 #[test]
 fn unicode_and_long_string_fields_survive() {
     let _s = serial();

@@ -397,6 +397,10 @@ impl Writer {
         }
         let seq = self.seq.get();
         self.announce(seq + slots);
+        let pos = self.pos.get();
+        if N > 0 && slots == 1 + N as u64 && pos + 1 + N <= CHUNK_SLOTS {
+            return Some(self.push_event_in_chunk(name, fields, seq, pos));
+        }
         let slot = self.next_slot();
         self.head(seq);
         let start = crate::clock::now();
@@ -412,6 +416,49 @@ impl Writer {
         }
         self.publish(next);
         Some(EventRef::new(slot, seq, self.generation.get()))
+    }
+
+    /// [`Writer::push_event_with`] where every field takes one slot and the whole
+    /// record fits in the current chunk from `pos` (nearly always): its slots are
+    /// taken at once, with one update of the position and the budget and one look
+    /// for a chunk head, where taking them one by one checked for the chunk's end,
+    /// counted down the budget and prefetched once per slot (a field's cost). Callers
+    /// reserved and announced the slots.
+    #[inline(always)]
+    fn push_event_in_chunk<const N: usize>(
+        &self,
+        name: &'static str,
+        fields: &[(&'static str, Value<'_>); N],
+        seq: u64,
+        pos: usize,
+    ) -> EventRef {
+        self.pos.set(pos + 1 + N);
+        self.budget.set(self.budget.get() - (1 + N as u64));
+        // SAFETY: as in `next_slot`: the reservation means `chunk` is the live
+        // buffer's, and `pos + 1 + N` is within it (checked by the caller).
+        let chunk = unsafe { &*self.chunk.get() };
+        prefetch(&chunk.slots[(pos + N + PREFETCH_SLOTS).min(CHUNK_SLOTS - 1)]);
+        let slot = &chunk.slots[pos];
+        // The event is the first record of the chunk if any of the record's is.
+        self.head(seq);
+        let start = crate::clock::now();
+        slot.write([
+            name.as_ptr() as u64,
+            (name.len() as u64) << 8 | KIND_EVENT,
+            start,
+            0,
+        ]);
+        for (i, (key, value)) in fields.iter().enumerate() {
+            let (tag, bits) = tag_and_bits(*value);
+            chunk.slots[pos + 1 + i].write([
+                key.as_ptr() as u64,
+                (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
+                seq,
+                bits,
+            ]);
+        }
+        self.publish(seq + 1 + N as u64);
+        EventRef::new(slot, seq, self.generation.get())
     }
 
     #[cold]
@@ -444,13 +491,7 @@ impl Writer {
     /// announced; returns the record number after it.
     #[inline(always)]
     fn write_field(&self, seq: u64, event_seq: u64, key: &'static str, value: Value<'_>) -> u64 {
-        let (tag, bits) = match value {
-            Value::I64(v) => (TAG_I64, v as u64),
-            Value::U64(v) => (TAG_U64, v),
-            Value::F64(v) => (TAG_F64, v.to_bits()),
-            Value::Bool(v) => (TAG_BOOL, u64::from(v)),
-            Value::Str(s) => (TAG_STR, truncate(s, MAX_STR_BYTES).len() as u64),
-        };
+        let (tag, bits) = tag_and_bits(value);
         let slot = self.next_slot();
         self.head(seq);
         slot.write([
@@ -480,6 +521,19 @@ impl Writer {
             seq += 1;
         }
         seq
+    }
+}
+
+/// A field value's tag and the word its record holds (a string's: its length; its
+/// bytes follow in slots of their own).
+#[inline(always)]
+fn tag_and_bits(value: Value<'_>) -> (u64, u64) {
+    match value {
+        Value::I64(v) => (TAG_I64, v as u64),
+        Value::U64(v) => (TAG_U64, v),
+        Value::F64(v) => (TAG_F64, v.to_bits()),
+        Value::Bool(v) => (TAG_BOOL, u64::from(v)),
+        Value::Str(s) => (TAG_STR, truncate(s, MAX_STR_BYTES).len() as u64),
     }
 }
 
