@@ -108,14 +108,15 @@ impl<'a> Quoted<'a> {
     #[inline]
     pub(super) fn put(&mut self, out: &mut Vec<u8>, s: &'a str) {
         let key = (s.as_ptr() as usize, s.len());
-        // Strings of the space are at least byte-aligned apart; mix the length in so
-        // that a string and its prefix take different slots.
+        // Some higher address bits folded into the low ones, and the length, so that a
+        // string and its prefix (one address) take different slots.
         let slot = &mut self.slots[(key.0 ^ key.0 >> 9 ^ key.1 << 4) % SLOTS];
         if slot.key != key {
             let at = out.len();
             json_str(out, s);
             let quoted = &out[at..];
-            if quoted.len() <= SLOT_BYTES && key.0 != 0 {
+            // No `&str` is at address 0, so a slot is never taken for an empty one.
+            if quoted.len() <= SLOT_BYTES {
                 slot.text[..quoted.len()].copy_from_slice(quoted);
                 slot.len = quoted.len() as u8;
                 slot.key = key;
