@@ -13,6 +13,7 @@
 
 mod builder;
 mod edit;
+mod event_encoding;
 mod model;
 
 pub use builder::PlaneBuilder;
