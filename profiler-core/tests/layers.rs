@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "xspace",
             "xspace::builder",
             "xspace::edit",
+            "xspace::event_encoding",
             "xspace::model",
         ],
     ),
