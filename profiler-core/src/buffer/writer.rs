@@ -358,12 +358,7 @@ impl Writer {
                     (start, if instant { start.max(1) } else { 0 })
                 }
             };
-            [
-                name.as_ptr() as u64,
-                (name.len() as u64) << 8 | KIND_EVENT,
-                start,
-                end,
-            ]
+            event_words(name, start, end)
         })?;
         Some(EventRef::new(slot, seq, self.generation.get()))
     }
@@ -404,12 +399,7 @@ impl Writer {
         let slot = self.next_slot();
         self.head(seq);
         let start = crate::clock::now();
-        slot.write([
-            name.as_ptr() as u64,
-            (name.len() as u64) << 8 | KIND_EVENT,
-            start,
-            0,
-        ]);
+        slot.write(event_words(name, start, 0));
         let mut next = seq + 1;
         for (key, value) in fields {
             next = self.write_field(next, seq, key, *value);
@@ -442,20 +432,9 @@ impl Writer {
         // The event is the first record of the chunk if any of the record's is.
         self.head(seq);
         let start = crate::clock::now();
-        slot.write([
-            name.as_ptr() as u64,
-            (name.len() as u64) << 8 | KIND_EVENT,
-            start,
-            0,
-        ]);
+        slot.write(event_words(name, start, 0));
         for (i, (key, value)) in fields.iter().enumerate() {
-            let (tag, bits) = tag_and_bits(*value);
-            chunk.slots[pos + 1 + i].write([
-                key.as_ptr() as u64,
-                (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
-                seq,
-                bits,
-            ]);
+            chunk.slots[pos + 1 + i].write(field_words(key, seq, *value));
         }
         self.publish(seq + 1 + N as u64);
         EventRef::new(slot, seq, self.generation.get())
@@ -491,15 +470,9 @@ impl Writer {
     /// announced; returns the record number after it.
     #[inline(always)]
     fn write_field(&self, seq: u64, event_seq: u64, key: &'static str, value: Value<'_>) -> u64 {
-        let (tag, bits) = tag_and_bits(value);
         let slot = self.next_slot();
         self.head(seq);
-        slot.write([
-            key.as_ptr() as u64,
-            (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
-            event_seq,
-            bits,
-        ]);
+        slot.write(field_words(key, event_seq, value));
         match value {
             Value::Str(text) => self.write_text(seq + 1, truncate(text, MAX_STR_BYTES)),
             _ => seq + 1,
@@ -524,17 +497,35 @@ impl Writer {
     }
 }
 
-/// A field value's tag and the word its record holds (a string's: its length; its
-/// bytes follow in slots of their own).
+/// The words of an event record named `name` from clock ticks `start` to `end` (0
+/// while open).
 #[inline(always)]
-fn tag_and_bits(value: Value<'_>) -> (u64, u64) {
-    match value {
+fn event_words(name: &'static str, start: u64, end: u64) -> [u64; 4] {
+    [
+        name.as_ptr() as u64,
+        (name.len() as u64) << 8 | KIND_EVENT,
+        start,
+        end,
+    ]
+}
+
+/// The words of a field record of event `event_seq`: its key, its value's tag, and
+/// the value (a string's length: its bytes follow in slots of their own).
+#[inline(always)]
+fn field_words(key: &'static str, event_seq: u64, value: Value<'_>) -> [u64; 4] {
+    let (tag, bits) = match value {
         Value::I64(v) => (TAG_I64, v as u64),
         Value::U64(v) => (TAG_U64, v),
         Value::F64(v) => (TAG_F64, v.to_bits()),
         Value::Bool(v) => (TAG_BOOL, u64::from(v)),
         Value::Str(s) => (TAG_STR, truncate(s, MAX_STR_BYTES).len() as u64),
-    }
+    };
+    [
+        key.as_ptr() as u64,
+        (key.len() as u64) << 8 | tag << 4 | KIND_FIELD,
+        event_seq,
+        bits,
+    ]
 }
 
 /// How many slots a field record takes: its own and its string's.
