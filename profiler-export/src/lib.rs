@@ -26,6 +26,7 @@
 //! [`Profile`]: profiler_core::Profile
 
 pub mod atomic;
+mod block;
 pub mod chrome;
 pub mod convert;
 pub mod formats;

@@ -44,6 +44,7 @@ use profiler_core::{Error, Result};
 
 use self::quoted::{json_str, Quoted};
 use crate::atomic::write_streaming;
+use crate::block::Blocks;
 use crate::gzip;
 use crate::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor};
 
@@ -74,14 +75,13 @@ pub fn write_gz_to<W: Write + Send>(space: &XSpace, out: W) -> io::Result<Totals
 /// Writes the walk of `timeline` as a Chrome JSON trace to `out`.
 pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Result<Totals> {
     let mut writer = Writer {
-        buf: Vec::with_capacity(BLOCK + BLOCK / 8),
-        out,
+        out: Blocks::new(out),
         first: true,
         flows: Vec::new(),
         pid_tid: PidTid::default(),
         quoted: Quoted::default(),
     };
-    let buf = &mut writer.buf;
+    let buf = &mut writer.out.buf;
     buf.extend_from_slice(
         b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"prof\",\"host\":",
     );
@@ -91,14 +91,10 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
     buf.extend_from_slice(b"},\"traceEvents\":[");
     let totals = timeline.walk(&mut writer)?;
     writer.write_flows()?;
-    writer.buf.extend_from_slice(b"\n]}\n");
-    writer.out.write_all(&writer.buf)?;
-    writer.out.flush()?;
+    writer.out.buf.extend_from_slice(b"\n]}\n");
+    writer.out.finish()?;
     Ok(totals)
 }
-
-/// Bytes of JSON gathered before they are handed to the output.
-const BLOCK: usize = 64 * 1024;
 
 /// Writes `space` as a Chrome JSON trace at `path`, atomically; gzipped when the path
 /// ends in `.gz`.
@@ -124,12 +120,8 @@ pub(crate) fn write_timeline(timeline: &Timeline<'_>, path: &Path) -> Result<Tot
 }
 
 struct Writer<'a, W> {
-    /// The JSON not yet handed to `out`. Each event is appended here piece by piece
-    /// and handed over a block at a time: written through a `BufWriter`, each of the
-    /// twenty or so pieces of a slice was a call that checked for room and copied,
-    /// and those calls were a fifth of writing a trace.
-    buf: Vec<u8>,
-    out: W,
+    /// The output, and the JSON not yet handed to it.
+    out: Blocks<W>,
     first: bool,
     /// Flow ends met so far, written after the slices.
     flows: Vec<FlowEnd<'a>>,
@@ -191,18 +183,7 @@ impl<'a, W: Write> Writer<'a, W> {
     fn next(&mut self) {
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
-        self.buf.extend_from_slice(sep);
-    }
-
-    /// Hands the JSON gathered so far to the output once it fills a block; called
-    /// after each event, so an event is never split across two writes.
-    #[inline]
-    fn done(&mut self) -> io::Result<()> {
-        if self.buf.len() >= BLOCK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
+        self.out.buf.extend_from_slice(sep);
     }
 
     /// `"pid":P,"tid":T`
@@ -211,9 +192,9 @@ impl<'a, W: Write> Writer<'a, W> {
         if self.pid_tid.of != Some((pid, tid)) {
             self.pid_tid.set(pid, tid);
         }
-        let at = self.buf.len();
-        self.buf.extend_from_slice(&self.pid_tid.text);
-        self.buf.truncate(at + self.pid_tid.len);
+        let at = self.out.buf.len();
+        self.out.buf.extend_from_slice(&self.pid_tid.text);
+        self.out.buf.truncate(at + self.pid_tid.len);
     }
 
     /// An `M` event `what` with the one argument `key: value`.
@@ -225,16 +206,16 @@ impl<'a, W: Write> Writer<'a, W> {
         value: Arg<'_>,
     ) -> io::Result<()> {
         self.next();
-        self.buf.extend_from_slice(b"{\"name\":");
-        json_str(&mut self.buf, what);
-        self.buf.extend_from_slice(b",\"ph\":\"M\",");
+        self.out.buf.extend_from_slice(b"{\"name\":");
+        json_str(&mut self.out.buf, what);
+        self.out.buf.extend_from_slice(b",\"ph\":\"M\",");
         self.pid_tid(pid, tid);
-        self.buf.extend_from_slice(b",\"args\":{");
-        json_str(&mut self.buf, key);
-        self.buf.push(b':');
-        json_arg(&mut self.buf, value);
-        self.buf.extend_from_slice(b"}}");
-        self.done()
+        self.out.buf.extend_from_slice(b",\"args\":{");
+        json_str(&mut self.out.buf, key);
+        self.out.buf.push(b':');
+        json_arg(&mut self.out.buf, value);
+        self.out.buf.extend_from_slice(b"}}");
+        self.out.done()
     }
 
     fn write_flows(&mut self) -> io::Result<()> {
@@ -250,24 +231,26 @@ impl<'a, W: Write> Writer<'a, W> {
                 *started.entry(flow.id).or_insert(flow.category)
             };
             self.next();
-            self.buf.extend_from_slice(b"{\"name\":\"link\",\"cat\":");
-            json_str(&mut self.buf, category);
+            self.out
+                .buf
+                .extend_from_slice(b"{\"name\":\"link\",\"cat\":");
+            json_str(&mut self.out.buf, category);
             let phase: &[u8] = if flow.is_end {
                 b"\"f\",\"bp\":\"e\""
             } else {
                 b"\"s\""
             };
-            self.buf.extend_from_slice(b",\"ph\":");
-            self.buf.extend_from_slice(phase);
+            self.out.buf.extend_from_slice(b",\"ph\":");
+            self.out.buf.extend_from_slice(phase);
             // Ids stay below 2^53 so JavaScript readers keep them exact.
-            self.buf.extend_from_slice(b",\"id\":");
-            int(&mut self.buf, flow.id & ((1 << 53) - 1));
-            self.buf.push(b',');
+            self.out.buf.extend_from_slice(b",\"id\":");
+            int(&mut self.out.buf, flow.id & ((1 << 53) - 1));
+            self.out.buf.push(b',');
             self.pid_tid(flow.pid, flow.tid);
-            self.buf.extend_from_slice(b",\"ts\":");
-            time::micros(&mut self.buf, flow.ns);
-            self.buf.push(b'}');
-            self.done()?;
+            self.out.buf.extend_from_slice(b",\"ts\":");
+            time::micros(&mut self.out.buf, flow.ns);
+            self.out.buf.push(b'}');
+            self.out.done()?;
         }
         Ok(())
     }
@@ -294,13 +277,13 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
 
     fn slice(&mut self, slice: &Slice<'a, '_>) -> io::Result<()> {
         self.next();
-        self.buf.extend_from_slice(b"{\"name\":");
+        self.out.buf.extend_from_slice(b"{\"name\":");
         match &slice.name {
-            Cow::Borrowed(name) => self.quoted.put(&mut self.buf, name),
-            Cow::Owned(name) => json_str(&mut self.buf, name),
+            Cow::Borrowed(name) => self.quoted.put(&mut self.out.buf, name),
+            Cow::Owned(name) => json_str(&mut self.out.buf, name),
         }
-        self.buf.extend_from_slice(b",\"cat\":");
-        self.quoted.put(&mut self.buf, slice.category);
+        self.out.buf.extend_from_slice(b",\"cat\":");
+        self.quoted.put(&mut self.out.buf, slice.category);
         let start = time::ns(slice.start_ps);
         if slice.is_instant() {
             // A marker's scope (prof::domain::MarkerScope) is the instant's scope.
@@ -309,33 +292,35 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 (profiler_core::schema::SCOPE, Arg::Str("process")) => Some("p"),
                 _ => None,
             });
-            self.buf.extend_from_slice(b",\"ph\":\"I\",\"s\":\"");
-            self.buf.extend_from_slice(scope.unwrap_or("t").as_bytes());
-            self.buf.extend_from_slice(b"\",\"ts\":");
-            time::micros(&mut self.buf, start);
+            self.out.buf.extend_from_slice(b",\"ph\":\"I\",\"s\":\"");
+            self.out
+                .buf
+                .extend_from_slice(scope.unwrap_or("t").as_bytes());
+            self.out.buf.extend_from_slice(b"\",\"ts\":");
+            time::micros(&mut self.out.buf, start);
         } else {
-            self.buf.extend_from_slice(b",\"ph\":\"X\",\"ts\":");
-            time::micros(&mut self.buf, start);
-            self.buf.extend_from_slice(b",\"dur\":");
+            self.out.buf.extend_from_slice(b",\"ph\":\"X\",\"ts\":");
+            time::micros(&mut self.out.buf, start);
+            self.out.buf.extend_from_slice(b",\"dur\":");
             let end = time::ns(slice.start_ps + slice.duration_ps);
-            time::duration(&mut self.buf, start, end);
+            time::duration(&mut self.out.buf, start, end);
         }
-        self.buf.push(b',');
+        self.out.buf.push(b',');
         self.pid_tid(slice.thread.pid, slice.thread.tid);
         let mut args = slice.args().peekable();
         if args.peek().is_some() {
-            self.buf.extend_from_slice(b",\"args\":{");
+            self.out.buf.extend_from_slice(b",\"args\":{");
             for (i, (name, value)) in args.enumerate() {
                 if i > 0 {
-                    self.buf.push(b',');
+                    self.out.buf.push(b',');
                 }
-                self.quoted.put(&mut self.buf, name);
-                self.buf.push(b':');
-                json_arg(&mut self.buf, value);
+                self.quoted.put(&mut self.out.buf, name);
+                self.out.buf.push(b':');
+                json_arg(&mut self.out.buf, value);
             }
-            self.buf.push(b'}');
+            self.out.buf.push(b'}');
         }
-        self.buf.push(b'}');
+        self.out.buf.push(b'}');
         let ends = slice.flows_out.as_slice().iter().map(|&id| (id, false));
         let ends = ends.chain(slice.flows_in.as_slice().iter().map(|&id| (id, true)));
         for (id, is_end) in ends {
@@ -348,7 +333,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 category: slice.category,
             });
         }
-        self.done()
+        self.out.done()
     }
 
     fn slice_end(&mut self, _thread: &Thread<'a>, _end_ps: i64) -> io::Result<()> {
@@ -361,18 +346,18 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
 
     fn counter(&mut self, track: &CounterTrack<'a>, at_ps: i64, value: Arg<'_>) -> io::Result<()> {
         self.next();
-        self.buf.extend_from_slice(b"{\"name\":");
-        json_str(&mut self.buf, &track.name);
-        self.buf.extend_from_slice(b",\"ph\":\"C\",");
+        self.out.buf.extend_from_slice(b"{\"name\":");
+        json_str(&mut self.out.buf, &track.name);
+        self.out.buf.extend_from_slice(b",\"ph\":\"C\",");
         self.pid_tid(track.pid, 0);
-        self.buf.extend_from_slice(b",\"ts\":");
-        time::micros(&mut self.buf, time::ns(at_ps));
-        self.buf.extend_from_slice(b",\"args\":{");
-        json_str(&mut self.buf, track.series);
-        self.buf.push(b':');
-        json_arg(&mut self.buf, value);
-        self.buf.extend_from_slice(b"}}");
-        self.done()
+        self.out.buf.extend_from_slice(b",\"ts\":");
+        time::micros(&mut self.out.buf, time::ns(at_ps));
+        self.out.buf.extend_from_slice(b",\"args\":{");
+        json_str(&mut self.out.buf, track.series);
+        self.out.buf.push(b':');
+        json_arg(&mut self.out.buf, value);
+        self.out.buf.extend_from_slice(b"}}");
+        self.out.done()
     }
 }
 

@@ -47,6 +47,7 @@ use profiler_core::{Error, Result};
 use prost::Message;
 
 use crate::atomic::write_streaming;
+use crate::block::Blocks;
 use crate::timeline::{
     Arg, CounterTrack, Origin, Process, Slice, Thread, Timeline, Totals, Visitor,
 };
@@ -76,8 +77,7 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
     let mut writer = Writer::new(out, timeline.origin());
     writer.clock_snapshot()?;
     let totals = timeline.walk(&mut writer)?;
-    writer.out.write_all(&writer.buf)?;
-    writer.out.flush()?;
+    writer.out.finish()?;
     Ok(totals)
 }
 
@@ -170,11 +170,10 @@ impl Sequence<'_> {
 }
 
 struct Writer<'a, W> {
-    out: W,
-    /// Packets not yet handed to `out`, a block at a time. A track event's packet is
-    /// framed straight into it: encoded into a packet buffer of its own and written
-    /// with its length through a `BufWriter`, each packet was copied twice more.
-    buf: Vec<u8>,
+    /// The output, and the packets not yet handed to it. A track event's packet is
+    /// framed straight into it: encoded into a packet buffer of its own first, and
+    /// written with its length through a `BufWriter`, it was copied twice more.
+    out: Blocks<W>,
     /// A rare packet (a descriptor, the clock snapshot) as prost encodes it, before
     /// it is framed into `buf` (reused).
     packet: Vec<u8>,
@@ -195,9 +194,6 @@ struct Writer<'a, W> {
 }
 
 // Field numbers of the hand-encoded messages (see `proto` for their documentation).
-/// Bytes of packets gathered before they are handed to the output.
-const BLOCK: usize = 64 * 1024;
-
 /// `Trace.packet`: every packet is one, framed with its length.
 const TRACE_PACKET: u32 = 1;
 const PACKET_TIMESTAMP: u32 = 8;
@@ -284,8 +280,7 @@ fn undeclared(key: u64) -> io::Error {
 impl<'a, W: Write> Writer<'a, W> {
     fn new(out: W, origin: Origin) -> Self {
         Writer {
-            out,
-            buf: Vec::with_capacity(BLOCK + BLOCK / 8),
+            out: Blocks::new(out),
             packet: Vec::with_capacity(256),
             event: Vec::with_capacity(256),
             annotation: Vec::with_capacity(64),
@@ -297,24 +292,14 @@ impl<'a, W: Write> Writer<'a, W> {
         }
     }
 
-    /// Appends the encoded packet in `self.packet` as one `Trace.packet` (field 1).
-    /// Hands the packets framed so far to the output once they fill a block.
-    #[inline]
-    fn done(&mut self) -> io::Result<()> {
-        if self.buf.len() >= BLOCK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
-    }
-
+    /// Encodes `packet` (through `self.packet`) and appends it as one `Trace.packet`.
     fn emit(&mut self, packet: &TracePacket) -> io::Result<()> {
         self.packet.clear();
         packet
             .encode(&mut self.packet)
             .map_err(|e| io::Error::other(format!("encoding a packet: {e}")))?;
-        put_bytes(&mut self.buf, TRACE_PACKET, &self.packet);
-        self.done()
+        put_bytes(&mut self.out.buf, TRACE_PACKET, &self.packet);
+        self.out.done()
     }
 
     fn clock_snapshot(&mut self) -> io::Result<()> {
@@ -393,7 +378,7 @@ impl<'a, W: Write> Writer<'a, W> {
                 .as_ref()
                 .map_or(0, |i| bytes_field_len(PACKET_INTERNED_DATA, i.len()))
             + bytes_field_len(PACKET_TRACK_EVENT, self.event.len());
-        let buf = &mut self.buf;
+        let buf = &mut self.out.buf;
         key(buf, TRACE_PACKET, WireType::LengthDelimited);
         varint(buf, len as u64);
         put_varint(buf, PACKET_TIMESTAMP, ts);
@@ -403,7 +388,7 @@ impl<'a, W: Write> Writer<'a, W> {
             put_bytes(buf, PACKET_INTERNED_DATA, interned);
         }
         put_bytes(buf, PACKET_TRACK_EVENT, &self.event);
-        self.done()
+        self.out.done()
     }
 }
 
