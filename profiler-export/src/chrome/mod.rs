@@ -385,19 +385,21 @@ fn json_arg(out: &mut Vec<u8>, arg: Arg<'_>) {
     }
 }
 
+/// What `f` appends, as text: for the tests of this module and its parts.
+#[cfg(test)]
+fn written(f: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut v = Vec::new();
+    f(&mut v);
+    String::from_utf8(v).expect("utf-8")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
-        let mut v = Vec::new();
-        f(&mut v);
-        String::from_utf8(v).expect("utf-8")
-    }
-
     #[test]
     fn non_finite_doubles_stay_valid_json() {
-        assert_eq!(s(|o| json_arg(o, Arg::Double(f64::NAN))), "\"NaN\"");
-        assert_eq!(s(|o| json_arg(o, Arg::Double(0.5))), "0.5");
+        assert_eq!(written(|o| json_arg(o, Arg::Double(f64::NAN))), "\"NaN\"");
+        assert_eq!(written(|o| json_arg(o, Arg::Double(0.5))), "0.5");
     }
 }

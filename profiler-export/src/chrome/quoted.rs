@@ -132,17 +132,12 @@ impl<'a> Quoted<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
-        let mut v = Vec::new();
-        f(&mut v);
-        String::from_utf8(v).expect("utf-8")
-    }
+    use crate::chrome::written;
 
     #[test]
     fn strings_are_escaped() {
         assert_eq!(
-            s(|o| json_str(o, "a\"b\\c\nd\u{1}é")),
+            written(|o| json_str(o, "a\"b\\c\nd\u{1}é")),
             r#""a\"b\\c\nd\u0001é""#
         );
     }

@@ -142,25 +142,20 @@ fn step(x: f64, k: i64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
-        let mut v = Vec::new();
-        f(&mut v);
-        String::from_utf8(v).expect("utf-8")
-    }
+    use crate::chrome::written;
 
     #[test]
     fn micros_are_exact_decimals() {
-        assert_eq!(text(|o| micros(o, 1_234_567)), "1234.567");
-        assert_eq!(text(|o| micros(o, 1_500)), "1.5");
-        assert_eq!(text(|o| micros(o, 2_000)), "2");
-        assert_eq!(text(|o| micros(o, 7)), "0.007");
-        assert_eq!(text(|o| micros(o, 0)), "0");
-        assert_eq!(text(|o| micros(o, -1_500)), "-1.5");
-        assert_eq!(text(|o| micros(o, 10_000_000_000)), "10000000");
-        assert_eq!(text(|o| micros(o, 1_000_020)), "1000.02");
-        assert_eq!(text(|o| micros(o, i64::MIN)), "-9223372036854775.808");
-        assert_eq!(text(|o| micros(o, i64::MAX)), "9223372036854775.807");
+        assert_eq!(written(|o| micros(o, 1_234_567)), "1234.567");
+        assert_eq!(written(|o| micros(o, 1_500)), "1.5");
+        assert_eq!(written(|o| micros(o, 2_000)), "2");
+        assert_eq!(written(|o| micros(o, 7)), "0.007");
+        assert_eq!(written(|o| micros(o, 0)), "0");
+        assert_eq!(written(|o| micros(o, -1_500)), "-1.5");
+        assert_eq!(written(|o| micros(o, 10_000_000_000)), "10000000");
+        assert_eq!(written(|o| micros(o, 1_000_020)), "1000.02");
+        assert_eq!(written(|o| micros(o, i64::MIN)), "-9223372036854775.808");
+        assert_eq!(written(|o| micros(o, i64::MAX)), "9223372036854775.807");
         assert_eq!(ns(999), 0);
         assert_eq!(ns(-1), -1);
     }
@@ -190,7 +185,7 @@ mod tests {
                 .flat_map(|v| [v - 1, v, v + 1, -v]),
         );
         for ns in values {
-            assert_eq!(text(|o| micros(o, ns)), reference(ns), "{ns}");
+            assert_eq!(written(|o| micros(o, ns)), reference(ns), "{ns}");
         }
     }
 
@@ -206,9 +201,9 @@ mod tests {
         for start in starts {
             for len in (1..700).chain([999, 1000, 1001, 123_456_789]) {
                 let end = start + len;
-                let ts = parse(text(|o| micros(o, start)));
-                let dur = parse(text(|o| duration(o, start, end)));
-                let end_ts = parse(text(|o| micros(o, end)));
+                let ts = parse(written(|o| micros(o, start)));
+                let dur = parse(written(|o| duration(o, start, end)));
+                let end_ts = parse(written(|o| micros(o, end)));
                 assert_eq!((ts * 1000.0).round() as i64, start);
                 assert_eq!((dur * 1000.0).round() as i64, len, "{start}..{end}");
                 let sum = ts + dur;
@@ -221,6 +216,6 @@ mod tests {
 
     #[test]
     fn a_zero_duration_is_zero() {
-        assert_eq!(text(|o| duration(o, 1, 1)), "0");
+        assert_eq!(written(|o| duration(o, 1, 1)), "0");
     }
 }
