@@ -6,7 +6,7 @@
 //! control opens and closes it. It sits at the bottom of the crate, as tracing-core's
 //! level filter does, so the cheap check never imports the machinery that flips it.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
 
 /// Level of prof's own annotations (`trace!`, `#[instrument]`, counters, objects):
 /// recorded whenever `host_tracer_level >= 1`.
@@ -32,9 +32,27 @@ pub fn is_open(level: u8) -> bool {
     level <= HOST_LEVEL.load(Ordering::Relaxed)
 }
 
+/// How many times the gate has opened. A value noted while the gate was open is still
+/// current exactly when the gate has not closed and opened again since: what a cache
+/// filled while recording (the layer's last-created span) needs to know that nothing
+/// went by it unseen.
+static OPENINGS: AtomicU64 = AtomicU64::new(0);
+
 /// Opens the gate at `level`: work at or below it records from now on.
 pub(crate) fn open(level: u8) {
+    // Counted before the gate opens: whoever sees it open (and calls `opening`) sees
+    // this count or a later one.
+    OPENINGS.fetch_add(1, Ordering::Relaxed);
     HOST_LEVEL.store(level, Ordering::Release);
+}
+
+/// Which opening of the gate is current. Call it only after [`is_open`] said yes: the
+/// fence pairs with `open`'s release store, so the count is that opening's or later.
+/// The fence is free on x86-64; the callers are off the paths an annotation takes.
+#[inline]
+pub(crate) fn opening() -> u64 {
+    fence(Ordering::Acquire);
+    OPENINGS.load(Ordering::Relaxed)
 }
 
 /// Closes the gate: nothing records until it is opened again.

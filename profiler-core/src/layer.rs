@@ -39,7 +39,7 @@ use std::fmt::Write as _;
 
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Subscriber};
+use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -57,13 +57,19 @@ pub use crate::gate::{SPAN_LEVEL, VERBOSE_LEVEL};
 /// running prof session.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ProfilerLayer {
-    _private: (),
+    /// A byte, not nothing, so that each layer has an address of its own: the
+    /// last-created-span cache (`BORN`) tells subscribers apart by it.
+    _address: u8,
 }
 
 impl ProfilerLayer {
     /// The layer; add it to a registry with `.with(ProfilerLayer::new())`.
     pub fn new() -> ProfilerLayer {
-        ProfilerLayer { _private: () }
+        ProfilerLayer { _address: 0 }
+    }
+
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 }
 
@@ -113,6 +119,47 @@ thread_local! {
     /// The span last exited on this thread and when: a span usually closes right after
     /// its last exit, and reusing that time saves a clock read per span.
     static LAST_EXIT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The span last created on this thread while recording.
+    static BORN: Cell<Born> = const { Cell::new(Born::NONE) };
+}
+
+/// A span just created, as `on_new_span` saw it: most spans are entered right after,
+/// on the thread that made them (`span!(..).entered()`, `#[instrument]`), and this
+/// gives `on_enter` the span's metadata without looking the span up in the registry.
+/// That lookup takes and drops a reference on the span's slot, two atomic
+/// read-modify-writes, which on an Intel Xeon also wait for the event just written to
+/// leave the store buffer.
+///
+/// It is right whenever it matches: the registry gives out an id only from the shard
+/// of the thread creating the span, so another span with this id, on this
+/// subscriber, would have been created on this thread after this one, and gone
+/// through `on_new_span`, replacing it, unless the gate was shut at the time, which
+/// changes the gate's opening count. `layer` tells subscribers apart: each has its
+/// own registry, whose ids overlap.
+#[derive(Clone, Copy)]
+struct Born {
+    id: u64,
+    layer: usize,
+    opening: u64,
+    metadata: Option<&'static Metadata<'static>>,
+}
+
+impl Born {
+    const NONE: Born = Born {
+        id: 0,
+        layer: 0,
+        opening: 0,
+        metadata: None,
+    };
+
+    /// The metadata of span `id` entered through `layer`, if it is the one noted.
+    #[inline(always)]
+    fn metadata(id: &Id, layer: usize) -> Option<&'static Metadata<'static>> {
+        let born = BORN.get();
+        (born.id == id.into_u64() && born.layer == layer && born.opening == gate::opening())
+            .then_some(born.metadata)
+            .flatten()
+    }
 }
 
 fn apply(trace: &Trace, fields: &[(&'static str, OwnedValue)]) {
@@ -131,8 +178,8 @@ where
 {
     #[inline]
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if gate::is_open(SPAN_LEVEL) && !attrs.fields().is_empty() {
-            keep_fields(attrs, id, &ctx);
+        if gate::is_open(SPAN_LEVEL) {
+            new_span(attrs, id, self.key(), &ctx);
         }
     }
 
@@ -146,7 +193,7 @@ where
     #[inline]
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         if gate::is_open(SPAN_LEVEL) {
-            enter_span(id, &ctx);
+            enter_span(id, self.key(), &ctx);
         }
     }
 
@@ -175,6 +222,22 @@ where
 }
 
 #[inline(never)]
+fn new_span<S>(attrs: &Attributes<'_>, id: &Id, layer: usize, ctx: &Context<'_, S>)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let metadata = attrs.metadata();
+    BORN.set(Born {
+        id: id.into_u64(),
+        layer,
+        opening: gate::opening(),
+        metadata: Some(metadata),
+    });
+    if !metadata.fields().is_empty() {
+        keep_fields(attrs, id, ctx);
+    }
+}
+
 fn keep_fields<S>(attrs: &Attributes<'_>, id: &Id, ctx: &Context<'_, S>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -216,23 +279,30 @@ where
 }
 
 #[inline(never)]
-fn enter_span<S>(id: &Id, ctx: &Context<'_, S>)
+fn enter_span<S>(id: &Id, layer: usize, ctx: &Context<'_, S>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let Some(span) = ctx.span(id) else { return };
-    let metadata = span.metadata();
-    // Every entry is tagged with its span: the collector turns a span entered more
-    // than once (a span held across `.await`) into a task. Registry ids never use
-    // the top bit, which marks prof's own futures.
-    let trace = Trace::begin_poll(metadata.name(), id.into_u64() & !PROF_TASK);
-    // Spans can only hold fields their callsite declares: skip the extensions lock
-    // for the many that declare none.
-    if !metadata.fields().is_empty() {
-        if let Some(fields) = span.extensions().get::<SpanFields>() {
-            apply(&trace, &fields.0);
+    // Spans can only hold fields their callsite declares: the many that declare none
+    // need nothing of the registry but their metadata.
+    let trace = match Born::metadata(id, layer) {
+        Some(metadata) if metadata.fields().is_empty() => begin(id, metadata),
+        _ => {
+            let Some(span) = ctx.span(id) else { return };
+            let metadata = span.metadata();
+            if metadata.fields().is_empty() {
+                // Let go of the span before writing, not after.
+                drop(span);
+                begin(id, metadata)
+            } else {
+                let trace = begin(id, metadata);
+                if let Some(fields) = span.extensions().get::<SpanFields>() {
+                    apply(&trace, &fields.0);
+                }
+                trace
+            }
         }
-    }
+    };
     let _ = OPEN.try_with(|open| {
         if let Ok(mut open) = open.try_borrow_mut() {
             open.push((id.clone(), trace));
@@ -247,8 +317,14 @@ fn exit_span(id: &Id) {
     // path): close exactly the matching entry.
     let closed = OPEN.try_with(|open| {
         let mut open = open.try_borrow_mut().ok()?;
-        let at = open.iter().rposition(|(open_id, _)| open_id == id)?;
-        let entry = open.remove(at);
+        let entry = match open.last() {
+            // The innermost, nearly always: no search, and no move of what follows.
+            Some((last, _)) if last == id => open.pop()?,
+            _ => {
+                let at = open.iter().rposition(|(open_id, _)| open_id == id)?;
+                open.remove(at)
+            }
+        };
         OPEN_COUNT.set(open.len());
         Some(entry)
     });
@@ -258,6 +334,15 @@ fn exit_span(id: &Id) {
             let _ = LAST_EXIT.try_with(|last| last.set((id.into_u64(), at)));
         }
     }
+}
+
+/// Opens the event of an entry of span `id`.
+#[inline(always)]
+fn begin(id: &Id, metadata: &Metadata<'_>) -> Trace {
+    // Every entry is tagged with its span: the collector turns a span entered more
+    // than once (a span held across `.await`) into a task. Registry ids never use
+    // the top bit, which marks prof's own futures.
+    Trace::begin_poll(metadata.name(), id.into_u64() & !PROF_TASK)
 }
 
 #[inline(never)]

@@ -210,3 +210,62 @@ fn spans_are_ignored_while_no_session_runs() {
     let profile = profile_of(ProfileOptions::default(), || {});
     assert_eq!(profile.event_count(), 0);
 }
+
+// The layer names an entry from the span it saw created last on the thread, when the
+// ids match, instead of looking the span up. These two cases are where a bare id
+// match would give the wrong span.
+
+#[test]
+fn spans_of_two_subscribers_with_one_id_keep_their_names() {
+    let _s = serial();
+    let first = tracing::Dispatch::new(tracing_subscriber::registry().with(ProfilerLayer::new()));
+    let second = tracing::Dispatch::new(tracing_subscriber::registry().with(ProfilerLayer::new()));
+    session::start(ProfileOptions::default(), None).expect("start");
+    let a = tracing::dispatcher::with_default(&first, || tracing::info_span!("a"));
+    let b = tracing::dispatcher::with_default(&second, || tracing::info_span!("b"));
+    assert_eq!(
+        a.id(),
+        b.id(),
+        "two fresh registries give out the same first id"
+    );
+    // Each span enters through its own subscriber, whichever is the default.
+    drop(a.enter());
+    drop(b.enter());
+    drop(a.enter());
+    drop((a, b));
+    let profile = session::stop().expect("stop");
+    let plane = host(&profile);
+    assert_eq!(names(plane, my_line(plane)), ["a", "b", "a"]);
+}
+
+#[test]
+fn a_span_made_while_paused_in_a_reused_slot_keeps_its_name() {
+    let _s = serial();
+    let subscriber =
+        tracing::Dispatch::new(tracing_subscriber::registry().with(ProfilerLayer::new()));
+    session::start(ProfileOptions::default(), None).expect("start");
+    let profile = tracing::dispatcher::with_default(&subscriber, || {
+        let old = tracing::info_span!("old");
+        let old_id = old.id().expect("enabled");
+        drop(old);
+        session::pause().expect("pause");
+        // The registry reuses the freed slot with the next generation each time; its
+        // generations wrap after a few thousand, giving `old`'s id to a new span that
+        // the layer never saw created.
+        let mut new = None;
+        for _ in 0..1 << 20 {
+            let span = tracing::info_span!("new");
+            if span.id().as_ref() == Some(&old_id) {
+                new = Some(span);
+                break;
+            }
+        }
+        let new = new.expect("the registry gave out the old id again");
+        session::resume().expect("resume");
+        drop(new.enter());
+        drop(new);
+        session::stop().expect("stop")
+    });
+    let plane = host(&profile);
+    assert_eq!(names(plane, my_line(plane)), ["new"]);
+}
