@@ -42,7 +42,8 @@ fn layer(c: &mut Criterion) {
         g.bench_function("registry+prof_off", |b| b.iter(|| spans(1)));
         let mut long = LongSession::start(ProfileOptions::default());
         g.bench_function("registry+prof_on", |b| {
-            // Three records a span: its event (with the span's id), and its close.
+            // At most three records a span: its event, the event's span id, and its
+            // close (usually a flag on the event instead).
             b.iter_custom(|iters| batched(iters, || long.reserve(3 * BATCH), spans, |()| {}))
         });
     });

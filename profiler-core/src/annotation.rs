@@ -124,16 +124,20 @@ impl Trace {
 }
 
 impl Trace {
-    /// Ends the annotation now; returns the clock ticks it ended at, or `None` when it
-    /// was not recorded.
+    /// Ends the annotation now; returns where it was recorded and the clock ticks it
+    /// ended at, or `None` when it was not recorded.
     #[cfg(feature = "tracing")]
     #[inline]
-    pub(crate) fn end(mut self) -> Option<u64> {
+    pub(crate) fn end(mut self) -> Option<(buffer::EventRef, u64)> {
         let event = self.event.take()?;
         if event.flags() & HOOKED != 0 {
             scope::exit(&event);
         }
-        (event.flags() & CLOSES != 0).then(|| buffer::end_event(&event))
+        if event.flags() & CLOSES == 0 {
+            return None;
+        }
+        let at = buffer::end_event(&event);
+        Some((event, at))
     }
 
     /// Opens an event named `name` tagged as a poll of task `task` (see the

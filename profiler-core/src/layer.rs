@@ -44,7 +44,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::annotation::Trace;
-use crate::buffer;
+use crate::buffer::{self, EventRef};
 use crate::clock;
 use crate::field::OwnedValue;
 use crate::gate;
@@ -116,11 +116,19 @@ thread_local! {
     /// and reads this first: it has no destructor, so it is a plain thread-pointer
     /// load, where reaching `OPEN` (which has one) checks its state and borrows it.
     static OPEN_COUNT: Cell<usize> = const { Cell::new(0) };
-    /// The span last exited on this thread and when: a span usually closes right after
-    /// its last exit, and reusing that time saves a clock read per span.
-    static LAST_EXIT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The span last exited on this thread: a span usually closes right after its
+    /// last exit, and then its close is that exit's time (no clock read) and a flag on
+    /// that entry's event (no record of its own).
+    static LAST_EXIT: Cell<Option<Exited>> = const { Cell::new(None) };
     /// The span last created on this thread while recording.
     static BORN: Cell<Born> = const { Cell::new(Born::NONE) };
+}
+
+/// A span's exit: its id, its entry's event and when it ended.
+struct Exited {
+    id: u64,
+    event: EventRef,
+    at: u64,
 }
 
 /// A span just created, as `on_new_span` saw it: most spans are entered right after,
@@ -330,8 +338,9 @@ fn exit_span(id: &Id) {
     });
     // Ended here, outside the borrow: ending the event never re-enters the stack.
     if let Ok(Some((_, trace))) = closed {
-        if let Some(at) = trace.end() {
-            let _ = LAST_EXIT.try_with(|last| last.set((id.into_u64(), at)));
+        if let Some((event, at)) = trace.end() {
+            let id = id.into_u64();
+            LAST_EXIT.set(Some(Exited { id, event, at }));
         }
     }
 }
@@ -348,9 +357,17 @@ fn begin(id: &Id, metadata: &Metadata<'_>) -> Trace {
 #[inline(never)]
 fn close_span(id: &Id) {
     let id = id.into_u64();
-    let at = match LAST_EXIT.try_with(Cell::get) {
-        Ok((last, at)) if last == id => at,
-        _ => clock::now(),
+    let at = match LAST_EXIT.take() {
+        Some(last) if last.id == id => {
+            if buffer::close_span_at_end(&last.event) {
+                return;
+            }
+            last.at
+        }
+        other => {
+            LAST_EXIT.set(other);
+            clock::now()
+        }
     };
     // Later entries of the same id belong to another span.
     buffer::sample(CLOSED, at, id & !PROF_TASK);

@@ -403,3 +403,34 @@ fn concurrent_tasks_get_their_own_lanes_and_single_entry_spans_are_not_tasks() {
     );
     assert_eq!(polls(plane, "once").len(), 1);
 }
+
+#[test]
+fn a_span_entered_twice_and_closed_is_a_task_whether_its_close_follows_its_exit_or_not() {
+    let _s = serial();
+    install_layer();
+    session::start(ProfileOptions::default(), None).expect("start");
+    // `right_after` closes as soon as its last entry ends: the close is a flag on that
+    // entry's event. `later` closes after another span's exit: a record of its own.
+    let right_after = tracing::info_span!("right_after");
+    drop(right_after.enter());
+    drop(right_after.enter());
+    drop(right_after);
+    let later = tracing::info_span!("later");
+    let other = tracing::info_span!("other");
+    drop(later.enter());
+    drop(later.enter());
+    drop(other.enter());
+    drop(later);
+    drop(other);
+    let profile = session::stop().expect("stop");
+    let plane = host(&profile);
+    for task in ["right_after", "later"] {
+        let polls = polls(plane, task);
+        assert_eq!(polls.len(), 2, "{task}: both entries");
+        check_lifetime(plane, task, &polls, 2);
+    }
+    assert!(
+        lifetimes(plane, "other").is_empty(),
+        "entered once: no task"
+    );
+}

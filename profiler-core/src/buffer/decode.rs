@@ -3,8 +3,8 @@
 #![allow(unsafe_code)]
 
 use super::layout::{
-    Chunk, Record, Slot, CHUNK_SLOTS, KIND_EVENT, KIND_FIELD, KIND_SAMPLE, TAG_BOOL, TAG_F64,
-    TAG_I64, TAG_U64,
+    Chunk, Record, Slot, CHUNK_SLOTS, EVENT_CLOSES_SPAN, KIND_EVENT, KIND_FIELD, KIND_SAMPLE,
+    TAG_BOOL, TAG_F64, TAG_I64, TAG_U64,
 };
 use crate::field::OwnedValue;
 
@@ -26,6 +26,9 @@ pub(super) fn decode(
                 name: unsafe { static_str(words[0], words[1] >> 8) },
                 start: words[2],
                 end: words[3],
+                // The flag is set after the end; a reader racing the writer may see
+                // it first, and then takes the event as still open.
+                closes_span: words[1] & EVENT_CLOSES_SPAN != 0 && words[3] != 0,
             }),
             KIND_FIELD => {
                 // SAFETY: field slots hold a `&'static str` key split into pointer

@@ -32,5 +32,6 @@ pub(crate) use layout::Slot;
 pub(crate) use layout::{Dropped, Record};
 pub(crate) use registry::{begin_session, buffers};
 pub(crate) use writer::{
-    add_field, begin_event_with, end_event, instant_event, sample, scope_of, span_event,
+    add_field, begin_event_with, close_span_at_end, end_event, instant_event, sample, scope_of,
+    span_event,
 };

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::event_ref::EventRef;
 use super::layout::{
-    Chunk, Slot, ThreadBuffer, CHUNK_SLOTS, CLAIM, KIND_EVENT, KIND_FIELD, KIND_SAMPLE,
-    MAX_STR_BYTES, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
+    Chunk, Slot, ThreadBuffer, CHUNK_SLOTS, CLAIM, EVENT_CLOSES_SPAN, KIND_EVENT, KIND_FIELD,
+    KIND_SAMPLE, MAX_STR_BYTES, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
 };
 use super::registry::{registry, BUDGET, GENERATION, NEXT_LINE_ID, RING};
 use crate::field::Value;
@@ -579,25 +579,45 @@ pub(crate) fn sample(name: &'static str, at: u64, value: u64) {
     writer().push_sample(name, at, value);
 }
 
-/// Closes an event opened by [`begin_event_with`] on this thread.
+/// The slot of `event`, recorded on this thread, while it is still the event's.
 #[inline(always)]
-pub(crate) fn end_event(event: &EventRef) -> u64 {
-    let end = crate::clock::now();
+fn event_slot(event: &EventRef) -> Option<&Slot> {
     let w = writer();
-    // A new session reuses the slots: only close events of the one still written,
+    // A new session reuses the slots: only touch events of the one still written,
     // and nothing once the thread's buffer may be gone.
     // In a ring the slot is the event's until a record `ring` later is written.
     let live = w.ring.get() == 0 || w.seq.get() <= event.seq() + w.ring.get();
-    if event.of_generation(w.generation.get()) && !w.exited.get() && live {
+    (event.of_generation(w.generation.get()) && !w.exited.get() && live).then(|| {
         // SAFETY: not exited means the registration still holds the buffer that owns
         // the slot's chunk (chunks are never freed while their buffer lives), so the
         // pointer is valid. Same generation means no `reset` ran since `push_event`
         // made it (modulo 2^16 sessions), and `live` that the ring has not come round
         // to it, so the slot is still this event's.
-        let slot = unsafe { event.slot_ptr().as_ref() };
+        unsafe { event.slot_ptr().as_ref() }
+    })
+}
+
+/// Closes an event opened by [`begin_event_with`] on this thread.
+#[inline(always)]
+pub(crate) fn end_event(event: &EventRef) -> u64 {
+    let end = crate::clock::now();
+    if let Some(slot) = event_slot(event) {
         slot.0[3].store(end.max(1), Ordering::Release);
     }
     end
+}
+
+/// Marks an event that ended on this thread as the close of the `tracing` span it is
+/// an entry of, at its end. False when its slot is no longer its own (a new session,
+/// or a ring come round to it): the close must then be recorded apart.
+pub(crate) fn close_span_at_end(event: &EventRef) -> bool {
+    let Some(slot) = event_slot(event) else {
+        return false;
+    };
+    // Only this thread writes the slot: a load and a store, no read-modify-write.
+    let kind = slot.0[1].load(Ordering::Relaxed);
+    slot.0[1].store(kind | EVENT_CLOSES_SPAN, Ordering::Relaxed);
+    true
 }
 
 /// Where an event opened on this thread was recorded: its thread's host line id (0

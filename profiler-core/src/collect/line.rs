@@ -91,6 +91,9 @@ pub(super) struct LineBuilder<'a> {
     pub(super) polls: Vec<(usize, u64)>,
     /// Spans that closed on this thread: (task id, session-relative ps).
     pub(super) closes: Vec<(u64, i64)>,
+    /// Events at whose end their span closed (indices in `events`, ascending): the
+    /// close is added once the event's poll tag names the span.
+    closing: Vec<usize>,
     /// Counter samples taken on this thread: (session-relative ps, counter, value).
     pub(super) samples: Vec<(i64, &'static str, f64)>,
     /// Profiling objects recorded on this thread: (index in `events`, domain tag).
@@ -112,6 +115,7 @@ impl<'a> LineBuilder<'a> {
             seqs: Vec::with_capacity(records),
             polls: Vec::new(),
             closes: Vec::new(),
+            closing: Vec::new(),
             samples: Vec::new(),
             objects: Vec::new(),
         }
@@ -124,9 +128,13 @@ impl<'a> LineBuilder<'a> {
                 name,
                 start,
                 end,
+                closes_span,
             } => {
                 if end != 0 && end < self.since {
                     return;
+                }
+                if closes_span {
+                    self.closing.push(self.events.len());
                 }
                 let start = self.scale.to_ns(start).min(self.stop_ns);
                 // Still open at stop (or closed after it): it ends with the session.
@@ -162,7 +170,17 @@ impl<'a> LineBuilder<'a> {
                     return;
                 };
                 match (key, value) {
-                    (POLL_OF, OwnedValue::U64(task)) => self.polls.push((i, task)),
+                    (POLL_OF, OwnedValue::U64(task)) => {
+                        self.polls.push((i, task));
+                        // The tag is written with its event: the event is nearly
+                        // always the last one that closed a span, if it did.
+                        if self.closing.last() == Some(&i) || self.closing.binary_search(&i).is_ok()
+                        {
+                            let event = &self.events[i];
+                            self.closes
+                                .push((task, event.offset_ps() + event.duration_ps));
+                        }
+                    }
                     (OBJECT_OF, OwnedValue::U64(tag)) => self.objects.push((i, tag)),
                     (key, value) => {
                         let id = names.stat_id(plane, key);
