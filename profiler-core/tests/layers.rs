@@ -64,6 +64,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "collect",
             "collect::domains",
             "collect::line",
+            "collect::seqs",
             "collect::tasks",
         ],
     ),

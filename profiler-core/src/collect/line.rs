@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::seqs::EventSeqs;
 use crate::buffer::Record;
 use crate::clock::TickScale;
 use crate::field::OwnedValue;
@@ -85,8 +86,8 @@ pub(super) struct LineBuilder<'a> {
     pub(super) since: u64,
     /// Offsets are session-relative until `build` rebases them on the line start.
     pub(super) events: Vec<XEvent>,
-    /// Sequence number of each event, ascending: fields find their event by it.
-    pub(super) seqs: Vec<u64>,
+    /// Record number of each event: fields find their event by it.
+    seqs: EventSeqs,
     /// Events that are polls of a task: (index in `events`, task id).
     pub(super) polls: Vec<(usize, u64)>,
     /// Spans that closed on this thread: (task id, session-relative ps).
@@ -112,7 +113,7 @@ impl<'a> LineBuilder<'a> {
             stop_ns,
             since,
             events: Vec::with_capacity(records),
-            seqs: Vec::with_capacity(records),
+            seqs: EventSeqs::with_capacity(records),
             polls: Vec::new(),
             closes: Vec::new(),
             closing: Vec::new(),
@@ -166,7 +167,7 @@ impl<'a> LineBuilder<'a> {
                 key,
                 value,
             } => {
-                let Some(i) = find_seq(&self.seqs, event_seq) else {
+                let Some(i) = self.seqs.find(event_seq) else {
                     return;
                 };
                 match (key, value) {
@@ -195,24 +196,6 @@ impl<'a> LineBuilder<'a> {
     pub(super) fn build(self, line_id: u32, line_name: &str) -> Option<XLine> {
         build_line(self.events, line_id, line_name)
     }
-}
-
-/// Where `seq` is in the ascending `seqs`. A field is written while its event is open,
-/// so it nearly always belongs to one of the last few events: gallop back from the
-/// end, then search that stretch. A binary search of the whole line missed the cache
-/// on every field and took half of collection's time.
-fn find_seq(seqs: &[u64], seq: u64) -> Option<usize> {
-    let mut step = 1;
-    let mut low = seqs.len();
-    while low > 0 && seqs[low - 1] > seq {
-        let high = low;
-        low = low.saturating_sub(step);
-        if seqs[low] <= seq {
-            return seqs[low..high].binary_search(&seq).ok().map(|i| low + i);
-        }
-        step *= 2;
-    }
-    (low > 0 && seqs[low - 1] == seq).then(|| low - 1)
 }
 
 /// A line from events with session-relative offsets: the line starts at its first
@@ -310,7 +293,7 @@ fn stat_value(value: OwnedValue) -> XStatValue {
 
 #[cfg(test)]
 mod tests {
-    use super::{build_line, find_seq, NameCache, RECENT};
+    use super::{build_line, NameCache, RECENT};
     use crate::xspace::{PlaneBuilder, XEvent};
 
     #[test]
@@ -362,21 +345,6 @@ mod tests {
             );
         }
         assert!(build_line(Vec::new(), 3, "t").is_none());
-    }
-
-    #[test]
-    fn galloping_from_the_end_finds_what_a_binary_search_finds() {
-        // Gaps, so that some seqs are absent (fields of events left out).
-        let seqs: Vec<u64> = (0..300u64).map(|i| i * 3 + i % 2).collect();
-        for seq in 0..1000 {
-            assert_eq!(
-                find_seq(&seqs, seq),
-                seqs.binary_search(&seq).ok(),
-                "seq {seq}"
-            );
-        }
-        assert_eq!(find_seq(&[], 4), None);
-        assert_eq!(find_seq(&[4], 4), Some(0));
     }
 }
 

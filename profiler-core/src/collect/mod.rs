@@ -7,6 +7,7 @@
 
 mod domains;
 mod line;
+mod seqs;
 mod tasks;
 
 use crate::buffer::{self, Dropped};
