@@ -6,7 +6,7 @@
 //! control opens and closes it. It sits at the bottom of the crate, as tracing-core's
 //! level filter does, so the cheap check never imports the machinery that flips it.
 
-use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// Level of prof's own annotations (`trace!`, `#[instrument]`, counters, objects):
 /// recorded whenever `host_tracer_level >= 1`.
@@ -49,9 +49,10 @@ pub(crate) fn open(level: u8) {
 /// Which opening of the gate is current. Call it only after [`is_open`] said yes: the
 /// fence pairs with `open`'s release store, so the count is that opening's or later.
 /// The fence is free on x86-64; the callers are off the paths an annotation takes.
+#[cfg(feature = "tracing")]
 #[inline]
 pub(crate) fn opening() -> u64 {
-    fence(Ordering::Acquire);
+    std::sync::atomic::fence(Ordering::Acquire);
     OPENINGS.load(Ordering::Relaxed)
 }
 

@@ -31,7 +31,8 @@ pub(crate) use event_ref::EventRef;
 pub(crate) use layout::Slot;
 pub(crate) use layout::{Dropped, Record};
 pub(crate) use registry::{begin_session, buffers};
+#[cfg(feature = "tracing")]
+pub(crate) use writer::close_span_at_end;
 pub(crate) use writer::{
-    add_field, begin_event_with, close_span_at_end, end_event, instant_event, sample, scope_of,
-    span_event,
+    add_field, begin_event_with, end_event, instant_event, sample, scope_of, span_event,
 };

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::event_ref::EventRef;
 use super::layout::{
-    Chunk, Slot, ThreadBuffer, CHUNK_SLOTS, CLAIM, EVENT_CLOSES_SPAN, KIND_EVENT, KIND_FIELD,
-    KIND_SAMPLE, MAX_STR_BYTES, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
+    Chunk, Slot, ThreadBuffer, CHUNK_SLOTS, CLAIM, KIND_EVENT, KIND_FIELD, KIND_SAMPLE,
+    MAX_STR_BYTES, TAG_BOOL, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
 };
 use super::registry::{registry, BUDGET, GENERATION, NEXT_LINE_ID, RING};
 use crate::field::Value;
@@ -610,13 +610,14 @@ pub(crate) fn end_event(event: &EventRef) -> u64 {
 /// Marks an event that ended on this thread as the close of the `tracing` span it is
 /// an entry of, at its end. False when its slot is no longer its own (a new session,
 /// or a ring come round to it): the close must then be recorded apart.
+#[cfg(feature = "tracing")]
 pub(crate) fn close_span_at_end(event: &EventRef) -> bool {
     let Some(slot) = event_slot(event) else {
         return false;
     };
     // Only this thread writes the slot: a load and a store, no read-modify-write.
     let kind = slot.0[1].load(Ordering::Relaxed);
-    slot.0[1].store(kind | EVENT_CLOSES_SPAN, Ordering::Relaxed);
+    slot.0[1].store(kind | super::layout::EVENT_CLOSES_SPAN, Ordering::Relaxed);
     true
 }
 
