@@ -7,6 +7,7 @@
 //! Perfetto and Chrome JSON ≤ 200, gzipped ≤ 350.
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout)]
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion, Throughput};
@@ -55,9 +56,13 @@ fn export(c: &mut Criterion) {
     g.bench_function("encode", |b| b.iter(|| xplane::encode(profile.xspace())));
 
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.xplane.pb");
+    let mut files = NewFiles::new(dir.path());
     g.bench_function("encode_and_write_atomically", |b| {
-        b.iter(|| xplane::write(&path, profile.xspace()).unwrap())
+        b.iter_batched(
+            || files.next(),
+            |path| xplane::write(&path, profile.xspace()).unwrap(),
+            criterion::BatchSize::PerIteration,
+        )
     });
     g.bench_function("perfetto", |b| {
         b.iter(|| perfetto::write_to(profile.xspace(), std::io::sink()).unwrap())
@@ -73,13 +78,43 @@ fn export(c: &mut Criterion) {
 
 criterion_group!(benches, export);
 
+/// A new file for each write, as each session's profile is (a run's logdir gets a
+/// directory per capture), with the one before removed untimed: writing over one
+/// path timed the old file's removal too, which on a filesystem mounted with
+/// `discard` was an eighth of the write.
+struct NewFiles {
+    dir: PathBuf,
+    written: u64,
+}
+
+impl NewFiles {
+    fn new(dir: &Path) -> NewFiles {
+        NewFiles {
+            dir: dir.to_owned(),
+            written: 0,
+        }
+    }
+
+    fn next(&mut self) -> PathBuf {
+        if self.written > 0 {
+            let _ = std::fs::remove_file(self.path(self.written - 1));
+        }
+        self.written += 1;
+        self.path(self.written - 1)
+    }
+
+    fn path(&self, n: u64) -> PathBuf {
+        self.dir.join(format!("host{n}.xplane.pb"))
+    }
+}
+
 /// The export goals again, in turn, round by round: on a shared VM whose speed drifts
 /// over seconds, criterion's cases (ten seconds each, one after the other) can see
 /// different machines.
 fn export_interleaved() {
     let profile = profile();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.xplane.pb");
+    let mut files = NewFiles::new(dir.path());
     // Each case exports once whatever the count it is given: the rounds divide by
     // EVENTS, which makes their figures nanoseconds per event.
     let mut collect = |_| {
@@ -91,6 +126,7 @@ fn export_interleaved() {
         took
     };
     let mut write = |_| {
+        let path = files.next();
         let t0 = Instant::now();
         xplane::write(&path, profile.xspace()).unwrap();
         t0.elapsed()
