@@ -131,7 +131,7 @@ impl Trace {
     pub(crate) fn end(mut self) -> Option<(buffer::EventRef, u64)> {
         let event = self.event.take()?;
         if event.flags() & HOOKED != 0 {
-            scope::exit(&event);
+            scope::exit(event.seq());
         }
         if event.flags() & CLOSES == 0 {
             return None;
@@ -158,7 +158,7 @@ impl Drop for Trace {
         if let Some(event) = &self.event {
             if event.flags() & CLOSES != 0 {
                 if event.flags() & HOOKED != 0 {
-                    scope::exit(event);
+                    scope::exit(event.seq());
                 }
                 buffer::end_event(event);
             }

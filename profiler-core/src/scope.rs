@@ -41,9 +41,12 @@ impl ScopeId {
         }
     }
 
-    fn of(event: &EventRef) -> ScopeId {
-        let (line, seq) = buffer::scope_of(event);
-        ScopeId { line, seq }
+    /// The annotation recorded as record `seq` on this thread.
+    fn of(seq: u64) -> ScopeId {
+        ScopeId {
+            line: buffer::this_line(),
+            seq,
+        }
     }
 }
 
@@ -87,30 +90,34 @@ fn hook() -> Option<&'static ScopeHook> {
 /// Only the null check is inlined into every recorded annotation; telling the hook
 /// is out of line, so the annotation's inlined code stays small enough that what
 /// follows it (`set_metadata`) is inlined too.
+///
+/// The out-of-line part takes the record number, not the event: a reference would
+/// make every recorded annotation store its guard to the stack for a call that is
+/// never made while no hook is installed.
 #[inline(always)]
 pub(crate) fn enter(event: &EventRef) -> bool {
-    !HOOK.load(Ordering::Relaxed).is_null() && tell_enter(event)
+    !HOOK.load(Ordering::Relaxed).is_null() && tell_enter(event.seq())
 }
 
 #[cold]
 #[inline(never)]
-fn tell_enter(event: &EventRef) -> bool {
+fn tell_enter(seq: u64) -> bool {
     match hook() {
         Some(h) => {
-            (h.enter)(ScopeId::of(event));
+            (h.enter)(ScopeId::of(seq));
             true
         }
         None => false,
     }
 }
 
-/// Tells the hook installed now, if any, that the annotation recorded as `event`
-/// closed.
+/// Tells the hook installed now, if any, that the annotation recorded as record `seq`
+/// on this thread closed.
 #[cold]
 #[inline(never)]
-pub(crate) fn exit(event: &EventRef) {
+pub(crate) fn exit(seq: u64) {
     if let Some(h) = hook() {
-        (h.exit)(ScopeId::of(event));
+        (h.exit)(ScopeId::of(seq));
     }
 }
 

@@ -621,13 +621,11 @@ pub(crate) fn close_span_at_end(event: &EventRef) -> bool {
     true
 }
 
-/// Where an event opened on this thread was recorded: its thread's host line id (0
-/// once the thread's buffer is gone) and its sequence number in that buffer.
-pub(crate) fn scope_of(event: &EventRef) -> (u32, u64) {
-    let line = WRITER
+/// This thread's host line id (0 once the thread's buffer is gone).
+pub(crate) fn this_line() -> u32 {
+    WRITER
         .try_with(|w| w.buffer().map_or(0, |b| b.line_id))
-        .unwrap_or(0);
-    (line, event.seq())
+        .unwrap_or(0)
 }
 
 /// Adds a field to an event opened by [`begin_event_with`] on this thread.
