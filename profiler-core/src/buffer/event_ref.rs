@@ -61,10 +61,14 @@ impl EventRef {
         self.slot.addr().get() & Self::FLAG_MASK
     }
 
-    /// Sets the holder's flags: the low [`EventRef::FLAG_BITS`] bits of `flags`.
+    /// Sets the holder's flags, the low [`EventRef::FLAG_BITS`] bits of `flags`, on a
+    /// reference that has none yet (they are set once, when the event opens). Or-ed
+    /// in, not masked in: the compiler then knows the bits just set, and the guard's
+    /// later tests of them fold away.
     #[inline(always)]
     pub(crate) fn set_flags(&mut self, flags: usize) {
-        self.slot = with_low_bits(self.slot, flags & Self::FLAG_MASK);
+        debug_assert_eq!(self.flags(), 0, "flags are set once");
+        self.slot = self.slot.map_addr(|addr| addr | (flags & Self::FLAG_MASK));
     }
 
     #[inline(always)]
@@ -104,6 +108,7 @@ mod tests {
         assert_eq!(event.seq(), seq);
         assert!(event.of_generation(0x1_2345));
         assert!(!event.of_generation(0x1_2346));
+        let mut event = EventRef::new(&slot, seq, 0x1_2345);
         event.set_flags(0b01);
         assert_eq!(
             (event.flags(), event.slot_ptr()),
