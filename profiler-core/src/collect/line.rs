@@ -92,9 +92,9 @@ pub(super) struct LineBuilder<'a> {
     pub(super) polls: Vec<(usize, u64)>,
     /// Spans that closed on this thread: (task id, session-relative ps).
     pub(super) closes: Vec<(u64, i64)>,
-    /// Events at whose end their span closed (indices in `events`, ascending): the
-    /// close is added once the event's poll tag names the span.
-    closing: Vec<usize>,
+    /// The last event at whose end its span closed (an index in `events`): the close
+    /// is added when the event's poll tag, the record right after it, names the span.
+    closing: Option<usize>,
     /// Counter samples taken on this thread: (session-relative ps, counter, value).
     pub(super) samples: Vec<(i64, &'static str, f64)>,
     /// Profiling objects recorded on this thread: (index in `events`, domain tag).
@@ -116,7 +116,7 @@ impl<'a> LineBuilder<'a> {
             seqs: EventSeqs::with_capacity(records),
             polls: Vec::new(),
             closes: Vec::new(),
-            closing: Vec::new(),
+            closing: None,
             samples: Vec::new(),
             objects: Vec::new(),
         }
@@ -135,7 +135,7 @@ impl<'a> LineBuilder<'a> {
                     return;
                 }
                 if closes_span {
-                    self.closing.push(self.events.len());
+                    self.closing = Some(self.events.len());
                 }
                 let start = self.scale.to_ns(start).min(self.stop_ns);
                 // Still open at stop (or closed after it): it ends with the session.
@@ -173,10 +173,9 @@ impl<'a> LineBuilder<'a> {
                 match (key, value) {
                     (POLL_OF, OwnedValue::U64(task)) => {
                         self.polls.push((i, task));
-                        // The tag is written with its event: the event is nearly
-                        // always the last one that closed a span, if it did.
-                        if self.closing.last() == Some(&i) || self.closing.binary_search(&i).is_ok()
-                        {
+                        // The tag is written with its event, in the same
+                        // reservation, so no other event comes between them.
+                        if self.closing == Some(i) {
                             let event = &self.events[i];
                             self.closes
                                 .push((task, event.offset_ps() + event.duration_ps));
