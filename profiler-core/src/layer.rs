@@ -121,7 +121,7 @@ thread_local! {
     /// that entry's event (no record of its own).
     static LAST_EXIT: Cell<Option<Exited>> = const { Cell::new(None) };
     /// The span last created on this thread while recording.
-    static BORN: Cell<Born> = const { Cell::new(Born::NONE) };
+    static BORN: Cell<Option<Born>> = const { Cell::new(None) };
 }
 
 /// A span's exit: its id, its entry's event and when it ended.
@@ -149,24 +149,18 @@ struct Born {
     id: u64,
     layer: usize,
     opening: u64,
-    metadata: Option<&'static Metadata<'static>>,
+    metadata: &'static Metadata<'static>,
 }
 
 impl Born {
-    const NONE: Born = Born {
-        id: 0,
-        layer: 0,
-        opening: 0,
-        metadata: None,
-    };
-
     /// The metadata of span `id` entered through `layer`, if it is the one noted.
     #[inline(always)]
     fn metadata(id: &Id, layer: usize) -> Option<&'static Metadata<'static>> {
-        let born = BORN.get();
-        (born.id == id.into_u64() && born.layer == layer && born.opening == gate::opening())
-            .then_some(born.metadata)
-            .flatten()
+        BORN.get()
+            .filter(|born| {
+                born.id == id.into_u64() && born.layer == layer && born.opening == gate::opening()
+            })
+            .map(|born| born.metadata)
     }
 }
 
@@ -235,12 +229,12 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let metadata = attrs.metadata();
-    BORN.set(Born {
+    BORN.set(Some(Born {
         id: id.into_u64(),
         layer,
         opening: gate::opening(),
-        metadata: Some(metadata),
-    });
+        metadata,
+    }));
     if !metadata.fields().is_empty() {
         keep_fields(attrs, id, ctx);
     }
