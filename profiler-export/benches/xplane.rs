@@ -84,27 +84,27 @@ criterion_group!(benches, export);
 /// `discard` was an eighth of the write.
 struct NewFiles {
     dir: PathBuf,
-    written: u64,
+    count: u64,
+    last: Option<PathBuf>,
 }
 
 impl NewFiles {
     fn new(dir: &Path) -> NewFiles {
         NewFiles {
             dir: dir.to_owned(),
-            written: 0,
+            count: 0,
+            last: None,
         }
     }
 
     fn next(&mut self) -> PathBuf {
-        if self.written > 0 {
-            let _ = std::fs::remove_file(self.path(self.written - 1));
+        if let Some(last) = self.last.take() {
+            let _ = std::fs::remove_file(last);
         }
-        self.written += 1;
-        self.path(self.written - 1)
-    }
-
-    fn path(&self, n: u64) -> PathBuf {
-        self.dir.join(format!("host{n}.xplane.pb"))
+        self.count += 1;
+        let path = self.dir.join(format!("host{}.xplane.pb", self.count));
+        self.last = Some(path.clone());
+        path
     }
 }
 
