@@ -130,13 +130,7 @@ impl Trace {
     #[inline]
     pub(crate) fn end(mut self) -> Option<(buffer::EventRef, u64)> {
         let event = self.event.take()?;
-        if event.flags() & HOOKED != 0 {
-            scope::exit(event.seq());
-        }
-        if event.flags() & CLOSES == 0 {
-            return None;
-        }
-        let at = buffer::end_event(&event);
+        let at = close(&event)?;
         Some((event, at))
     }
 
@@ -156,14 +150,22 @@ impl Drop for Trace {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(event) = &self.event {
-            if event.flags() & CLOSES != 0 {
-                if event.flags() & HOOKED != 0 {
-                    scope::exit(event.seq());
-                }
-                buffer::end_event(event);
-            }
+            close(event);
         }
     }
+}
+
+/// Ends `event` now, if it is one that closes (not an instant), telling the scope
+/// hook if it was told of the open; returns the clock ticks it ended at.
+#[inline(always)]
+fn close(event: &buffer::EventRef) -> Option<u64> {
+    if event.flags() & CLOSES == 0 {
+        return None;
+    }
+    if event.flags() & HOOKED != 0 {
+        scope::exit(event.seq());
+    }
+    Some(buffer::end_event(event))
 }
 
 /// Opens an annotation on the current thread: `trace!("name", key = value, ...)`.
