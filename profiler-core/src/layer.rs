@@ -173,7 +173,9 @@ fn apply(trace: &Trace, fields: &[(&'static str, OwnedValue)]) {
 // Each callback is only its gate check, inlined into tracing's `Layered`; the
 // recording is out of line. Inlined whole, the recording made `Layered`'s callbacks
 // save six registers and set up a large frame before the check, on every span of a
-// program that is not profiling (the cost of this layer while off).
+// program that is not profiling (the cost of this layer while off). The `Context`
+// goes to the recording by value, two words in registers: passed by reference, it
+// was stored to the stack before the gate was read.
 impl<S> Layer<S> for ProfilerLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -181,21 +183,21 @@ where
     #[inline]
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         if gate::is_open(SPAN_LEVEL) {
-            new_span(attrs, id, self.key(), &ctx);
+            new_span(attrs, id, self.key(), ctx);
         }
     }
 
     #[inline]
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         if gate::is_open(SPAN_LEVEL) {
-            record_fields(id, values, &ctx);
+            record_fields(id, values, ctx);
         }
     }
 
     #[inline]
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         if gate::is_open(SPAN_LEVEL) {
-            enter_span(id, self.key(), &ctx);
+            enter_span(id, self.key(), ctx);
         }
     }
 
@@ -224,7 +226,7 @@ where
 }
 
 #[inline(never)]
-fn new_span<S>(attrs: &Attributes<'_>, id: &Id, layer: usize, ctx: &Context<'_, S>)
+fn new_span<S>(attrs: &Attributes<'_>, id: &Id, layer: usize, ctx: Context<'_, S>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -236,7 +238,7 @@ where
         metadata,
     }));
     if !metadata.fields().is_empty() {
-        keep_fields(attrs, id, ctx);
+        keep_fields(attrs, id, &ctx);
     }
 }
 
@@ -252,7 +254,7 @@ where
 }
 
 #[inline(never)]
-fn record_fields<S>(id: &Id, values: &Record<'_>, ctx: &Context<'_, S>)
+fn record_fields<S>(id: &Id, values: &Record<'_>, ctx: Context<'_, S>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -281,7 +283,7 @@ where
 }
 
 #[inline(never)]
-fn enter_span<S>(id: &Id, layer: usize, ctx: &Context<'_, S>)
+fn enter_span<S>(id: &Id, layer: usize, ctx: Context<'_, S>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
