@@ -71,21 +71,15 @@ impl EventRef {
         self.slot = self.slot.map_addr(|addr| addr | (flags & Self::FLAG_MASK));
     }
 
+    /// The slot's address, without the holder's flags.
     #[inline(always)]
     pub(super) fn slot_ptr(&self) -> NonNull<Slot> {
-        with_low_bits(self.slot, 0)
+        self.slot.map_addr(|addr| {
+            // SAFETY: a slot's address is a multiple of its alignment, above the flag
+            // bits, so it keeps a set bit once they are cleared.
+            unsafe { std::num::NonZeroUsize::new_unchecked(addr.get() & !Self::FLAG_MASK) }
+        })
     }
-}
-
-/// `slot` with its low [`EventRef::FLAG_BITS`] address bits replaced by `bits`.
-#[inline(always)]
-fn with_low_bits(slot: NonNull<Slot>, bits: usize) -> NonNull<Slot> {
-    slot.map_addr(|addr| {
-        let addr = addr.get() & !EventRef::FLAG_MASK | bits;
-        // SAFETY: a slot's address is a multiple of its alignment, above the flag
-        // bits, so it keeps a set bit above them whatever they hold.
-        unsafe { std::num::NonZeroUsize::new_unchecked(addr) }
-    })
 }
 
 #[cfg(test)]
