@@ -52,7 +52,7 @@ pub mod schedule;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
-pub use profiler_core::{domain, options, schema, xspace};
+pub use profiler_core::{domain, options, schema, tracer, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,
@@ -117,6 +117,32 @@ pub use profiler_cuda as cuda;
 #[cfg(feature = "candle")]
 pub use profiler_cuda::candle;
 
+/// The traits a program using prof needs in scope, in one import:
+///
+/// ```
+/// use prof::prelude::*;
+///
+/// # fn main() -> Result<(), prof::Error> {
+/// prof::start_in_memory(prof::ProfileOptions::default())?;
+/// drop(prof::trace!("work"));
+/// let profile = prof::stop()?;
+/// // `summary` and the `write_*` exporters are methods of `ProfileExport`.
+/// let table = profile.summary(&prof::summary::SummaryOptions::default());
+/// assert_eq!(table.rows()[0].name, "work");
+/// # Ok(()) }
+/// ```
+///
+/// A finished [`Profile`] is recorded by `profiler-core` and written by
+/// `profiler-export`; its export and analysis methods live in the [`ProfileExport`]
+/// trait, which the prelude brings into scope (as `tracing_subscriber::prelude` does
+/// for its extension traits). Under the `candle` feature it also brings
+/// [`candle::ModuleExt`] (`layer.traced("attn")`).
+pub mod prelude {
+    pub use crate::ProfileExport as _;
+    #[cfg(feature = "candle")]
+    pub use profiler_cuda::candle::ModuleExt as _;
+}
+
 /// What `#[prof::instrument]` expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
@@ -175,6 +201,32 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     export::logdir::prepare(&logdir)?;
     let formats = options.export_formats.clone();
     profiler_core::session::start(options, Some(writer(logdir, formats)))
+}
+
+/// Starts a session that keeps its profile in memory, writing nothing: [`stop`]
+/// returns it (as `torch.profiler.profile()` keeps its trace until exported). For
+/// tests, for a summary printed at the end of a run, or to write the profile
+/// elsewhere later ([`ProfileExport`]).
+///
+/// ```
+/// use prof::prelude::*;
+///
+/// prof::start_in_memory(prof::ProfileOptions::default())?;
+/// for step in 0..3 {
+///     let _step = prof::trace!("Train", step_num = step);
+/// }
+/// let profile = prof::stop()?;
+/// assert_eq!(profile.steps(), [0, 1, 2]);
+/// assert!(profile.files().is_empty());
+/// # Ok::<(), prof::Error>(())
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] for invalid options; [`ErrorKind::AlreadyExists`]
+/// when a session is running.
+pub fn start_in_memory(options: ProfileOptions) -> Result<()> {
+    register_tracers();
+    profiler_core::session::start(options, None)
 }
 
 /// Stops the session, writes its logdir run and returns the profile.

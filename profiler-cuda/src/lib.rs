@@ -20,6 +20,7 @@ pub mod activity;
 pub mod candle;
 pub mod convert;
 mod cupti;
+pub mod kernel;
 pub mod layout;
 pub mod occupancy;
 pub mod stats;
