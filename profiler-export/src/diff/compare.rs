@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::memory::{MemoryKey, MemorySeries};
+use super::options::DiffOptions;
 use super::samples::{OpKind, OpSeries, Samples};
 use super::stats::{holm, mann_whitney, welch, Distribution, Method, Test};
-use super::DiffOptions;
 
 /// A value on each side.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -62,6 +62,7 @@
 mod compare;
 mod gate;
 mod memory;
+mod options;
 mod render;
 mod samples;
 mod side;
@@ -71,95 +72,15 @@ mod values;
 
 use profiler_core::Result;
 
-use crate::xplane::ReadLimits;
-
 pub use compare::{
     Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Sides, Statistic, Verdict,
 };
 pub use gate::{Gate, GateOptions};
+pub use options::DiffOptions;
 pub use render::RenderOptions;
 pub use samples::OpKind;
 pub use side::Side;
 pub use stats::{Distribution, Method, Test};
-
-/// How two sides are compared.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct DiffOptions {
-    /// The host to compare, of runs with several; `None` compares every host, merged
-    /// (each host's steps are samples of their own).
-    pub host: Option<String>,
-    /// Significance level of the tests, after adjustment (default 0.05).
-    pub alpha: f64,
-    /// Smallest change, percent of the base's statistic, that is called a change
-    /// rather than noise, however significant (default 1).
-    pub noise_pct: f64,
-    /// Fewest samples a side (and steps an op ran in) for a test (default 5).
-    pub min_steps: usize,
-    /// Every run of a logdir, pooled, rather than its newest (default false). Runs of
-    /// each side recorded in turn (base, new, base, new, ...) spread a machine's drift
-    /// over both sides instead of between them.
-    pub all_runs: bool,
-    /// Limits on the files read.
-    pub limits: ReadLimits,
-}
-
-impl Default for DiffOptions {
-    fn default() -> Self {
-        DiffOptions {
-            host: None,
-            alpha: 0.05,
-            noise_pct: 1.0,
-            min_steps: 5,
-            all_runs: false,
-            limits: ReadLimits::default(),
-        }
-    }
-}
-
-impl DiffOptions {
-    /// Compares only host `host`.
-    #[must_use]
-    pub fn host(mut self, host: impl Into<String>) -> Self {
-        self.host = Some(host.into());
-        self
-    }
-
-    /// Sets the significance level.
-    #[must_use]
-    pub fn alpha(mut self, alpha: f64) -> Self {
-        self.alpha = alpha;
-        self
-    }
-
-    /// Sets the smallest change called a change, percent.
-    #[must_use]
-    pub fn noise_pct(mut self, pct: f64) -> Self {
-        self.noise_pct = pct;
-        self
-    }
-
-    /// Sets the fewest samples a side for a test.
-    #[must_use]
-    pub fn min_steps(mut self, steps: usize) -> Self {
-        self.min_steps = steps;
-        self
-    }
-
-    /// Pools every run of a logdir rather than comparing its newest.
-    #[must_use]
-    pub fn all_runs(mut self, all: bool) -> Self {
-        self.all_runs = all;
-        self
-    }
-
-    /// Sets the limits on the files read.
-    #[must_use]
-    pub fn limits(mut self, limits: ReadLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-}
 
 /// Compares `new` with `base` with the default options; see the [module](self).
 ///
@@ -182,7 +103,7 @@ pub fn diff_with(
     new: impl Into<Side>,
     options: &DiffOptions,
 ) -> Result<Diff> {
-    check(options)?;
+    options.check()?;
     let mut notes = Vec::new();
     let host = options.host.as_deref();
     let base = side::load(base.into(), "base", host, options, &mut notes)?;
@@ -228,33 +149,4 @@ pub fn diff_with(
     let base = compare::pool(sample("base", base, &mut notes));
     let new = compare::pool(sample("new", new, &mut notes));
     Ok(compare::build(base, new, unit, options, notes))
-}
-
-/// Refuses options no comparison can use.
-fn check(options: &DiffOptions) -> Result<()> {
-    let bad = |what: String| {
-        Err(profiler_core::Error::new(
-            profiler_core::ErrorKind::InvalidArgument,
-            what,
-        ))
-    };
-    if !(options.alpha > 0.0 && options.alpha < 1.0) {
-        return bad(format!(
-            "alpha {} is not a significance level: give one between 0 and 1, such as 0.05",
-            options.alpha
-        ));
-    }
-    if !(options.noise_pct >= 0.0 && options.noise_pct.is_finite()) {
-        return bad(format!(
-            "noise_pct {} is not a percentage: give 0 or more",
-            options.noise_pct
-        ));
-    }
-    if options.min_steps < 2 {
-        return bad(format!(
-            "min_steps {} cannot test anything: give 2 or more",
-            options.min_steps
-        ));
-    }
-    Ok(())
 }

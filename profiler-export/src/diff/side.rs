@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use profiler_core::{Error, ErrorKind, Profile, Result};
 
-use super::DiffOptions;
+use super::options::DiffOptions;
 use crate::convert::find_xplanes;
 use crate::xplane;
 
