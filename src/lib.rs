@@ -62,7 +62,7 @@ pub use profiler_export::summary;
 pub use profiler_export::ProfileExport;
 
 /// Comparing two runs: [`diff()`], its options and what it returns (see
-/// [`export::diff`](profiler_export::diff) for how significance is decided).
+/// [`export::diff`] for how significance is decided).
 pub mod diff {
     pub use profiler_export::diff::*;
 }
