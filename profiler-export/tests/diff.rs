@@ -664,6 +664,9 @@ fn the_renderings_hold_the_rows_asked_for() {
         "{md}"
     );
     assert!(md.contains("| Kind | Op |"), "{md}");
+    // The count of rows left out is not read as a row of the table.
+    let md = d.to_markdown(&top);
+    assert!(md.contains("|\n\n(6 more rows not shown)"), "{md}");
 }
 
 #[test]

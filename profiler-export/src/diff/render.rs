@@ -114,6 +114,10 @@ impl Diff {
         } else {
             out.push_str(&op_table(&ops, style));
             if more > 0 {
+                // A line right after a Markdown table would be read as one of its rows.
+                if md {
+                    out.push('\n');
+                }
                 out.push_str(&format!("({more} more rows not shown)\n"));
             }
         }
