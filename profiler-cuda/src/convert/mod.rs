@@ -40,9 +40,9 @@ use profiler_core::xspace::XSpace;
 
 use crate::activity::{Activity, DeviceTrace};
 
+pub use crate::api::api_recorded_by_default;
 pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP};
 pub use device::GPU_PLANE_BASE_ID;
-pub use host::api_recorded_by_default;
 
 /// What [`add_to_space`] did with a trace's CUDA API calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
