@@ -488,6 +488,8 @@ mod tests {
             dynamic_shared: 16384,
             grid: [128, 2, 1],
             block: [256, 1, 1],
+            graph_id: 3,
+            graph_node_id: 1 << 40,
         }
     }
 
@@ -519,6 +521,7 @@ mod tests {
             (at.device_id, at.context_id, at.stream_id, at.correlation_id),
             (1, 1, 7, 42)
         );
+        assert_eq!((at.graph_id, at.graph_node_id), (3, 1 << 40));
         assert_eq!(
             details.to_stat(None),
             "regs:96 static_shared:2048 dynamic_shared:16384 grid:128,2,1 block:256,1,1"
@@ -582,6 +585,28 @@ mod tests {
                 correlation_id: 42,
                 external_id: 7 << 32 | 3
             })
+        );
+    }
+
+    #[test]
+    fn whole_graph_launches_are_read() {
+        let names = Names(vec![]);
+        let r = read(&synthetic::graph_trace_record(4, 100, 200, 9, 77), &names);
+        assert_eq!(
+            r,
+            Some(Activity::GraphTrace(crate::activity::GraphTrace {
+                graph_id: 4,
+                start: 100,
+                end: 200,
+                at: Placement {
+                    device_id: 0,
+                    context_id: 1,
+                    stream_id: 9,
+                    correlation_id: 77,
+                    graph_id: 4,
+                    graph_node_id: 0,
+                },
+            }))
         );
     }
 

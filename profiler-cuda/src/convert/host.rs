@@ -13,7 +13,7 @@ use profiler_core::xspace::{
 
 use crate::activity::{Activity, DeviceTrace};
 use crate::api::api_recorded_by_default;
-use crate::stats::CORRELATION_ID;
+use crate::stats::{CORRELATION_ID, CUDA_GRAPH_ID};
 
 /// What a launch ran under on the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,14 +44,17 @@ pub(super) struct Launches {
 
 /// Puts `trace`'s API calls that matter on the host plane of `space` (all of them
 /// with [`DeviceTrace::all_api_calls`]) and finds what each launch was annotated
-/// with. A call that launched device work is always kept, whatever its name, and is
-/// the only kind that carries a `correlation_id` (the others would draw flow arrows
-/// with one end).
+/// with (in `scopes`, the host plane's events before the calls joined them). A call
+/// that launched device work is always kept, whatever its name, and is the only kind
+/// that carries a `correlation_id` (the others would draw flow arrows with one end);
+/// a graph launch also carries its graph's id (`graph_of_launch`, by correlation id).
 pub(super) fn add_api_calls(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched: &HashSet<u32>,
+    scopes: &HostScopes,
+    graph_of_launch: &HashMap<u32, u32>,
 ) -> Launches {
     let external: HashMap<u32, ScopeId> = trace
         .activities
@@ -68,9 +71,6 @@ pub(super) fn add_api_calls(
         .planes
         .iter()
         .position(|p| p.name == schema::HOST_PLANE);
-    let scopes = host
-        .map(|h| HostScopes::new(&space.planes[h]))
-        .unwrap_or_default();
 
     let mut out = Launches {
         launched_in: HashMap::new(),
@@ -128,7 +128,7 @@ pub(super) fn add_api_calls(
                 format!("CUDA API (thread {thread_id})"),
             ),
         };
-        let stats = if launches {
+        let mut stats = if launches {
             Stats::from([names.stat(
                 plane,
                 CORRELATION_ID,
@@ -137,6 +137,9 @@ pub(super) fn add_api_calls(
         } else {
             Stats::new()
         };
+        if let Some(graph) = graph_of_launch.get(correlation_id) {
+            stats.push(names.stat(plane, CUDA_GRAPH_ID, XStatValue::Uint64(u64::from(*graph))));
+        }
         out.api_kept += 1;
         api_events.entry(line).or_default().push(
             XEvent::new(
@@ -214,9 +217,10 @@ struct Scope {
     parent: Option<usize>,
 }
 
-/// The host events of each line, for finding what enclosed a launch.
+/// The host events of each line, for finding what enclosed a launch (or the capture of
+/// a graph node).
 #[derive(Default)]
-struct HostScopes {
+pub(super) struct HostScopes {
     /// Per line id, its events with a duration, by start (longest first on ties),
     /// each linked to the event containing it.
     lines: HashMap<i64, Vec<Scope>>,
@@ -225,6 +229,16 @@ struct HostScopes {
 }
 
 impl HostScopes {
+    /// The scopes of `space`'s host plane (none without one).
+    pub(super) fn of_space(space: &XSpace) -> HostScopes {
+        space
+            .planes
+            .iter()
+            .find(|p| p.name == schema::HOST_PLANE)
+            .map(HostScopes::new)
+            .unwrap_or_default()
+    }
+
     fn new(plane: &XPlane) -> HostScopes {
         let step_id = plane.stat_id(schema::STEP_NUM);
         let mut lines = HashMap::new();
@@ -269,7 +283,7 @@ impl HostScopes {
     /// What the events of `line` containing `at_ps` say about a launch then: the
     /// innermost one's name, the `tf_op` of those inside the outermost one carrying
     /// a `step_num` (all of them when none does), and that step number.
-    fn enclosing(&self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
+    pub(super) fn enclosing(&self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
         let events = self.lines.get(&i64::from(line))?;
         // The last event starting by then, and the events containing it: on a line
         // of properly nested scopes, every event containing `at_ps` is among them.
