@@ -271,6 +271,39 @@ fn a_real_gpu_profile_against_itself_shows_no_change() {
     assert!(d.gate(10.0).passed);
 }
 
+/// JAX 0.11.2's own profile of a jitted MLP on the H200: its steps (`train`, `_r`),
+/// its kernels joined to them through the launches' correlation ids, and TSL's memory
+/// events of its two allocators, read as they are written.
+#[test]
+fn a_jax_profile_is_read_as_jax_wrote_it() {
+    let path = fixture("jax_0.11.2_mlp_20steps.xplane.pb");
+    let d = diff::diff(&path, &path).expect("compared");
+    assert_eq!((d.unit, d.step_time.dist.base.n), (SampleUnit::Step, 20));
+    assert!(!d.has_changes());
+    let kernels: Vec<_> = d.ops.iter().filter(|o| o.kind == OpKind::Kernel).collect();
+    assert_eq!(kernels.len(), 13);
+    // 12 launches a step (240 kernels) and 2 copies a step, every one in its step.
+    let per_step: f64 = kernels.iter().map(|o| o.count_per_step.base).sum();
+    assert_eq!(per_step, 14.0);
+    let gemm = d
+        .op_of(OpKind::Kernel, "gemm_fusion_dot")
+        .expect("a matmul");
+    assert_eq!(gemm.steps_with_op.base, 20);
+    let allocators: Vec<(&str, Option<f64>)> = d
+        .memory
+        .iter()
+        .map(|m| (m.allocator.as_str(), m.peak.base))
+        .collect();
+    assert_eq!(
+        allocators,
+        [
+            ("GPU_0_bfc", Some(20_972_544.0)),
+            ("xla_gpu_host_bfc", Some(256.0))
+        ]
+    );
+    assert!(d.gate(10.0).passed);
+}
+
 /// Host steps launching one kernel and one copy each, which run after the step ended
 /// (asynchronously): the kernel found by its launch's correlation id, the copy by its
 /// host_step_num.
