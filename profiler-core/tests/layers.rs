@@ -32,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "xspace::edit",
             "xspace::event_encoding",
             "xspace::model",
+            "xspace::ops",
         ],
     ),
     (
