@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "gate",
             "log",
             "options",
+            "peaks",
             "profile",
             "reentry",
             "schema",
@@ -57,6 +58,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "domain",
             "future",
             "layer",
+            "memory",
         ],
     ),
     (
@@ -65,6 +67,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "collect",
             "collect::domains",
             "collect::line",
+            "collect::memory",
             "collect::seqs",
             "collect::tasks",
         ],
