@@ -2,15 +2,17 @@
 //! holding `block` > `attn` and `block` > `mlp`, then `backward`), plus synthetic
 //! CUPTI records (a kernel and a copy launched inside each `attn` and `mlp`, with the
 //! driver calls around them that launch nothing, as frameworks make them; with
+//! `--memory`, device memory from a stream-ordered pool, a 64 MiB activation under
+//! each `attn` and a 16 MiB one under each `mlp`, each with a 4 MiB workspace; with
 //! `--nvtx`, the NVTX ranges cuBLAS would push around each launch) put
 //! through the same conversion the live tracer uses, written as a TensorBoard/XProf
 //! logdir (and, with `--format`, as a Perfetto trace or Chrome JSON beside it). CI has
-//! xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and trace viewer read
-//! it, and the Perfetto and Chrome checkers read the other formats.
+//! xprof's `kernel_stats`, `framework_op_stats`, `overview_page`, `memory_profile` and
+//! trace viewer read it, and the Perfetto and Chrome checkers read the other formats.
 //!
 //! ```text
 //! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N] [--all-api-calls]
-//!     [--nvtx] [--format perfetto,chrome]
+//!     [--nvtx] [--memory] [--format perfetto,chrome]
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -32,6 +34,12 @@ struct Extra {
     /// gpu_enable_nvtx_tracking option records them
     #[arg(long)]
     nvtx: bool,
+    /// Add device memory allocated and released under the layers, from a
+    /// stream-ordered pool (XProf's Memory Profile shows GPU_0). Each allocation is a
+    /// host event carrying its op, which XProf's overview also counts as a framework
+    /// op on the host
+    #[arg(long)]
+    memory: bool,
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -40,6 +48,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         Extra {
             all_api_calls,
             nvtx,
+            memory,
         },
     ) = common::parse::<Extra>(
         "cuda_synthetic",
@@ -85,6 +94,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         .collect();
     let mut trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
     trace.all_api_calls = all_api_calls;
+    if memory {
+        // Activations: attn's 64 MiB, mlp's 16 MiB.
+        let activations: Vec<u64> = launches
+            .iter()
+            .map(|l| if l.copy_kind == 1 { 64 << 20 } else { 16 << 20 })
+            .collect();
+        trace
+            .activities
+            .extend(profiler_cuda::synthetic::allocations(
+                line.id as u32,
+                &launches,
+                &activations,
+            ));
+    }
     if nvtx {
         trace
             .activities
@@ -104,6 +127,20 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
     for file in profile.files() {
         println!("wrote {}", file.display());
+    }
+    if let Some(gpu) = prof::memory::gpu(0) {
+        println!(
+            "GPU_0 as the trace saw it: {} MiB in use, peak {} MiB",
+            gpu.in_use >> 20,
+            gpu.peak >> 20
+        );
+    }
+    let summary = prof::ProfileExport::summary(
+        &profile,
+        &prof::summary::SummaryOptions::default().limit(5),
+    );
+    if let Some(path) = &args.summary_json {
+        std::fs::write(path, summary.to_json())?;
     }
     Ok(())
 }

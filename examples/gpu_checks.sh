@@ -14,7 +14,10 @@
 # 2. the same with gpu_trace_all_api_calls=true: the API calls before filtering;
 # 3. 20 steps with gpu_enable_nvtx_tracking=true and NVTX_INJECTION64_PATH naming
 #    libcupti: cuBLAS' own NVTX ranges;
-# 4. candle_cuda: a candle-nn transformer trained on the GPU, its kernels attributed;
+# 4. candle_cuda: a candle-nn transformer trained on the GPU, its kernels attributed,
+#    its device memory (prof's GPU_0 peak beside the driver's cuMemGetInfo), its summary
+#    in candle.summary.json (where xprof is, check the profile with
+#    tests/interop/xprof_memory.py --expect-allocator GPU_0 --summary-json it);
 # 5. cuda_matmul --overhead 10000,100000 --rounds 21, then the same loop under
 #    torch.profiler (examples/cuda_overhead_torch.py, with the python that has torch:
 #    $TORCH_PYTHON, default /opt/torch/.venv/bin/python).
@@ -63,7 +66,8 @@ run() {
         NVTX_INJECTION64_PATH=$lib/libcupti.so "$bin/cuda_matmul" --logdir "$work/nvtx" \
             --steps 20 --option gpu_enable_nvtx_tracking=true
         step "4. candle_cuda"
-        "$bin/candle_cuda" --logdir "$work/candle" --steps 10 --format perfetto,chrome
+        "$bin/candle_cuda" --logdir "$work/candle" --steps 10 --format perfetto,chrome \
+            --summary-json "$work/candle.summary.json"
         step "5. overhead: prof"
         "$bin/cuda_matmul" --logdir "$work/overhead" --steps 2 \
             --overhead 10000,100000 --rounds 21
@@ -80,5 +84,5 @@ cmd=${1:-}
 case $cmd in
     build) build "$@" ;;
     run) run "$@" ;;
-    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

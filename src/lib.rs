@@ -55,12 +55,35 @@ pub use profiler_core::ProfilerLayer;
 pub use profiler_core::{domain, options, schema, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
-    ProfileOptions, Result, Trace, Value,
+    ProfileOptions, Result, Trace, TrackingAllocator, Value,
 };
 pub use profiler_export as export;
 pub use profiler_export::summary;
 pub use profiler_export::ProfileExport;
 pub use profiler_macros::instrument;
+/// Memory in use and its peaks, per allocator (`host`, `GPU_0`, ...), in code:
+/// [`memory::host`], [`memory::gpu`], [`memory::reset_peak`], [`memory::scope`].
+///
+/// The host heap is counted by a [`TrackingAllocator`] installed as the global
+/// allocator; a GPU's memory by the CUPTI tracer (feature `cuda`) from what it saw
+/// allocated in sessions, beside which `prof::cuda::driver::memory_info` gives the
+/// driver's own figure.
+///
+/// ```
+/// #[global_allocator]
+/// static ALLOC: prof::TrackingAllocator<std::alloc::System> =
+///     prof::TrackingAllocator::new(std::alloc::System);
+///
+/// # fn main() {
+/// let m = prof::memory::scope();
+/// let weights = vec![0f32; 1 << 20];
+/// assert!(m.peak() >= 4 << 20);
+/// # drop(weights);
+/// # }
+/// ```
+pub mod memory {
+    pub use profiler_core::memory::*;
+}
 /// Capturing from a `tensorflow.ProfilerService` server (prof's, JAX's, TensorFlow's).
 #[cfg(feature = "remote")]
 pub use profiler_remote::client;

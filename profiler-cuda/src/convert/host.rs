@@ -112,7 +112,8 @@ pub(super) struct LaunchedIn {
 
 /// What the host side found out for the device side.
 pub(super) struct Launches {
-    /// Per correlation id of an API call that launched device work, what it ran under.
+    /// Per correlation id of an API call that launched device work (or allocated
+    /// device memory), what it ran under.
     pub(super) launched_in: HashMap<u32, LaunchedIn>,
     /// Launches whose annotation was left off, over `gpu_max_annotation_strings`.
     pub(super) unannotated: u64,
@@ -125,7 +126,8 @@ pub(super) struct Launches {
 }
 
 /// Puts `trace`'s API calls that matter on the host plane of `space` (all of them
-/// with [`DeviceTrace::all_api_calls`]) and finds what each launch was annotated
+/// with [`DeviceTrace::all_api_calls`]) and finds what each launch, and each call in
+/// `allocating` (those that allocated or released device memory), was annotated
 /// with. A call that launched device work is always kept, whatever its name, and is
 /// the only kind that carries a `correlation_id` (the others would draw flow arrows
 /// with one end).
@@ -134,6 +136,7 @@ pub(super) fn add_api_calls(
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched: &HashSet<u32>,
+    allocating: &HashSet<u32>,
 ) -> Launches {
     let external: HashMap<u32, ScopeId> = trace
         .activities
@@ -179,7 +182,8 @@ pub(super) fn add_api_calls(
             continue;
         };
         let launches = launched.contains(correlation_id);
-        if !(launches || trace.all_api_calls || api_recorded_by_default(name)) {
+        let allocates = allocating.contains(correlation_id);
+        if !(launches || allocates || trace.all_api_calls || api_recorded_by_default(name)) {
             *out.api_left_out.entry(name.clone()).or_default() += 1;
             continue;
         }
@@ -188,7 +192,7 @@ pub(super) fn add_api_calls(
         };
         let scope = external.get(correlation_id);
         if let Some(found) = scope
-            .filter(|_| launches)
+            .filter(|_| launches || allocates)
             .and_then(|s| scopes.enclosing(s.line, ps(start)))
         {
             // The cap counts the distinct strings device work carries.
