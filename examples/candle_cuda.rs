@@ -191,7 +191,8 @@ impl DriverMemory {
     /// the device's memory grow during the session and prof saw no allocation at all.
     fn compare(&self, profile: &prof::Profile) -> Result<()> {
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
-        let summary = prof::ProfileExport::summary(profile, &prof::summary::SummaryOptions::default());
+        let summary =
+            prof::ProfileExport::summary(profile, &prof::summary::SummaryOptions::default());
         // XProf's peak: what the pools held beyond their bytes in use, with them.
         let held = summary
             .memory()
@@ -709,8 +710,10 @@ mod tests {
         assert!(without.is_empty(), "no gradient for {without:?}");
 
         let mut probes = 0;
-        let first = train_step(&model, &mut optimizer, &batch, &device, 0, &mut || probes += 1)
-            .expect("step");
+        let first = train_step(&model, &mut optimizer, &batch, &device, 0, &mut || {
+            probes += 1
+        })
+        .expect("step");
         let mut last = first;
         for step in 1..20 {
             last = train_step(&model, &mut optimizer, &batch, &device, step, &mut || {})
@@ -773,13 +776,11 @@ mod tests {
                     copy_kind: 1,
                 })
                 .collect();
-            trace
-                .activities
-                .extend(prof::cuda::synthetic::allocations(
-                    line,
-                    &launches,
-                    activations,
-                ));
+            trace.activities.extend(prof::cuda::synthetic::allocations(
+                line,
+                &launches,
+                activations,
+            ));
         }
         prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
         space

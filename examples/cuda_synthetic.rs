@@ -135,10 +135,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             gpu.peak >> 20
         );
     }
-    let summary = prof::ProfileExport::summary(
-        &profile,
-        &prof::summary::SummaryOptions::default().limit(5),
-    );
+    let summary =
+        prof::ProfileExport::summary(&profile, &prof::summary::SummaryOptions::default().limit(5));
     if let Some(path) = &args.summary_json {
         std::fs::write(path, summary.to_json())?;
     }

@@ -45,8 +45,7 @@ pub fn memory_info() -> Result<DeviceMemoryInfo, String> {
     let current = unsafe { driver::cuCtxGetCurrent(&mut context) };
     if current != driver::CUresult::CUDA_SUCCESS || context.is_null() {
         return Err(
-            "no CUDA context is current on this thread (memory_info does not create one)"
-                .into(),
+            "no CUDA context is current on this thread (memory_info does not create one)".into(),
         );
     }
     let mut device: driver::CUdevice = 0;

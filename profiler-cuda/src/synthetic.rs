@@ -533,13 +533,18 @@ pub fn nvtx(launches: &[Launch]) -> Vec<crate::activity::Activity> {
 /// `cuMemAllocAsync` / `cuMemFreeAsync` calls behind them, each with the external
 /// correlation of launch `i`'s annotation on host line `line`, as [`trace`] gives its
 /// launches): for each launch, an activation of `bytes[i]` allocated an eighth into
-/// its window and released a window's length after it ends, and a 4 MiB
-/// workspace allocated three eighths in and released three quarters in. Every block
+/// its window and released half a window's length after it ends (so a layer's
+/// activation is still held while the next layer allocates), and a 4 MiB workspace
+/// allocated a quarter in and released three quarters in. Every block
 /// comes from one pool on device 0 with CUDA's default release threshold (0): it
 /// grows in 2 MiB steps to hold what is in use, and gives back what it holds beyond
 /// that at the synchronisation after each release. Addresses are distinct;
 /// correlation ids start at 1,000,000, clear of [`trace`]'s.
-pub fn allocations(line: u32, launches: &[Launch], bytes: &[u64]) -> Vec<crate::activity::Activity> {
+pub fn allocations(
+    line: u32,
+    launches: &[Launch],
+    bytes: &[u64],
+) -> Vec<crate::activity::Activity> {
     use crate::activity::MemoryPool;
     use crate::layout::memory_operation::{ALLOCATION, RELEASE};
     const WORKSPACE: u64 = 4 << 20;
@@ -554,8 +559,8 @@ pub fn allocations(line: u32, launches: &[Launch], bytes: &[u64]) -> Vec<crate::
         let activation = 0x7f10_0000_0000 + (i as u64) * (1 << 28);
         let workspace = activation + (1 << 27);
         ops.push((start + len / 8, true, activation, size, i));
-        ops.push((end + len, false, activation, size, i));
-        ops.push((start + 3 * len / 8, true, workspace, WORKSPACE, i));
+        ops.push((end + len / 2, false, activation, size, i));
+        ops.push((start + len / 4, true, workspace, WORKSPACE, i));
         ops.push((start + 3 * len / 4, false, workspace, WORKSPACE, i));
     }
     ops.sort_by_key(|op| op.0);

@@ -703,19 +703,17 @@ fn device_allocations_become_xprof_memory_events_named_by_the_annotation_open_at
     let calls = add_to_space(&trace, &mut space, &Some);
     let host = space.plane(schema::HOST_PLANE).expect("host");
 
-    let mut allocations: Vec<(i64, std::collections::BTreeMap<String, String>)> = [
-        schema::MEMORY_ALLOCATION,
-        schema::MEMORY_DEALLOCATION,
-    ]
-    .iter()
-    .flat_map(|name| {
-        events(host, name).into_iter().map(move |(at, e)| {
-            let mut stats = memory_stats(host, e);
-            stats.insert("event".into(), (*name).to_owned());
-            (at, stats)
-        })
-    })
-    .collect();
+    let mut allocations: Vec<(i64, std::collections::BTreeMap<String, String>)> =
+        [schema::MEMORY_ALLOCATION, schema::MEMORY_DEALLOCATION]
+            .iter()
+            .flat_map(|name| {
+                events(host, name).into_iter().map(move |(at, e)| {
+                    let mut stats = memory_stats(host, e);
+                    stats.insert("event".into(), (*name).to_owned());
+                    (at, stats)
+                })
+            })
+            .collect();
     allocations.sort_by_key(|(at, _)| *at);
     // 6 launches × (activation + workspace) × (allocation + release).
     assert_eq!(allocations.len(), 24);

@@ -270,11 +270,31 @@ fn with_memory() -> Profile {
     let free = schema::MEMORY_DEALLOCATION;
     let events = vec![
         event(alloc, 20, &mem("host", 0, 1000, 0, 0, "forward:forward")),
-        event(alloc, 30, &mem("GPU_0", 100, 600, 600, 0xa, "forward/attn:attn")),
-        event(alloc, 40, &mem("GPU_0", 100, 900, 300, 0xb, "forward/mlp:mlp")),
-        event(free, 60, &mem("GPU_0", 0, 300, 600, 0xa, "backward:backward")),
-        event(alloc, 120, &mem("host", 0, 6000, 5000, 0xc, "forward:forward")),
-        event(alloc, 130, &mem("GPU_0", 0, 500, 200, 0xd, "forward/attn:attn")),
+        event(
+            alloc,
+            30,
+            &mem("GPU_0", 100, 600, 600, 0xa, "forward/attn:attn"),
+        ),
+        event(
+            alloc,
+            40,
+            &mem("GPU_0", 100, 900, 300, 0xb, "forward/mlp:mlp"),
+        ),
+        event(
+            free,
+            60,
+            &mem("GPU_0", 0, 300, 600, 0xa, "backward:backward"),
+        ),
+        event(
+            alloc,
+            120,
+            &mem("host", 0, 6000, 5000, 0xc, "forward:forward"),
+        ),
+        event(
+            alloc,
+            130,
+            &mem("GPU_0", 0, 500, 200, 0xd, "forward/attn:attn"),
+        ),
     ];
     profiler_core::xspace::merge_into_line(host, 3, "worker", events);
     host.lines.iter_mut().for_each(|l| {
@@ -338,7 +358,14 @@ fn memory_peaks_per_allocator_step_and_op() {
         ]
     );
     let table = summary.table();
-    for text in ["Peak GPU_0", "Peak host", "Peak memory by op", "forward/attn:attn", "1000 B", "5.9 KiB"] {
+    for text in [
+        "Peak GPU_0",
+        "Peak host",
+        "Peak memory by op",
+        "forward/attn:attn",
+        "1000 B",
+        "5.9 KiB",
+    ] {
         assert!(table.contains(text), "{text} missing from\n{table}");
     }
     let json: serde_json::Value = serde_json::from_str(&summary.to_json()).expect("json");

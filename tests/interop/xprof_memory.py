@@ -14,6 +14,13 @@ Usage: python tests/interop/xprof_memory.py --xplane PATH
            [--summary-json PATH]                   each allocator's peak equals the
                                                    peak of prof's summary
                                                    (`memory[].peak_bytes`) there
+           [--perfetto PATH] [--chrome PATH]       the Perfetto trace and Chrome JSON
+                                                   written beside it carry each
+                                                   allocator's memory track (`host`:
+                                                   host_bytes_in_use on /host:CPU;
+                                                   `GPU_<n>`: device_bytes_in_use on
+                                                   /device:GPU:<n>) reaching the same
+                                                   highest bytes in use as its events
 
 Every `MemoryAllocation` / `MemoryDeallocation` event of the `/host:CPU` plane is read
 from the file itself (a minimal protobuf reader): the stats XProf reads with
@@ -51,12 +58,14 @@ DOUBLE_STATS = {"fragmentation"}
 KINDS = {2: "double", 3: "uint64", 4: "int64", 5: "str", 6: "bytes", 7: "ref"}
 
 
-def memory_event_stats(path: str) -> tuple[list[str], int]:
-    """The problems with the memory events' stat types, and how many events there are."""
+def memory_event_stats(path: str) -> tuple[list[str], int, dict[str, int]]:
+    """The problems with the memory events' stat types, how many events there are, and
+    each allocator's highest `bytes_allocated`."""
     with open(path, "rb") as f:
         data = memoryview(f.read())
     problems: list[str] = []
     count = 0
+    highest: dict[str, int] = {}
     for number, wire, plane in fields(data):
         if number != 1 or wire != 2:
             continue
@@ -94,15 +103,26 @@ def memory_event_stats(path: str) -> tuple[list[str], int]:
                 if kind not in MEMORY_EVENTS:
                     continue
                 count += 1
-                seen = {}
+                seen, values = {}, {}
                 for stat in stats:
-                    sid, value_kind = None, None
+                    sid, value_kind, value = None, None, None
                     for sn, sw, sv in fields(stat):
                         if sn == 1:
                             sid = sv
                         elif sn in KINDS:
-                            value_kind = KINDS[sn]
-                    seen[stat_names.get(sid, f"<stat {sid}>")] = value_kind
+                            value_kind, value = KINDS[sn], sv
+                    name = stat_names.get(sid, f"<stat {sid}>")
+                    seen[name] = value_kind
+                    if value_kind == "ref":
+                        value = stat_names.get(value)
+                    elif value_kind == "str":
+                        value = bytes(value).decode("utf-8", "replace")
+                    elif value_kind == "int64" and value >= 1 << 63:
+                        value -= 1 << 64
+                    values[name] = value
+                allocator = values.get("allocator_name")
+                if isinstance(allocator, str) and isinstance(values.get("bytes_allocated"), int):
+                    highest[allocator] = max(highest.get(allocator, 0), values["bytes_allocated"])
                 if "allocator_name" not in seen:
                     problems.append(f"a {kind} event names no allocator: {seen}")
                 for stat, value_kind in seen.items():
@@ -116,7 +136,70 @@ def memory_event_stats(path: str) -> tuple[list[str], int]:
                     if want:
                         problems.append(
                             f"{kind}.{stat} is {value_kind}; XProf reads it as {want}")
-    return problems, count
+    return problems, count, highest
+
+
+def track_of(allocator: str) -> tuple[str, str] | None:
+    """(process, counter) of an allocator's memory track, as prof writes it."""
+    if allocator == "host":
+        return "/host:CPU", "host_bytes_in_use"
+    if allocator.startswith("GPU_") and allocator[4:].isdigit():
+        return f"/device:GPU:{allocator[4:]}", "device_bytes_in_use"
+    return None
+
+
+def perfetto_counters(path: str) -> dict[tuple[str, str], float]:
+    """The highest value of each counter track of a Perfetto trace, by (process, name)."""
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    trace = pb.Trace()
+    with open(path, "rb") as f:
+        trace.ParseFromString(f.read())
+    names, parents, processes, defaults = {}, {}, {}, {}
+    for packet in trace.packet:
+        if packet.HasField("track_descriptor"):
+            d = packet.track_descriptor
+            if d.HasField("process"):
+                processes[d.uuid] = d.process.process_name
+            names[d.uuid] = d.name
+            parents[d.uuid] = d.parent_uuid
+        if packet.HasField("trace_packet_defaults"):
+            # A sequence's events name their track once, in its defaults.
+            track = packet.trace_packet_defaults.track_event_defaults.track_uuid
+            defaults[packet.trusted_packet_sequence_id] = track
+    highest: dict[tuple[str, str], float] = {}
+    for packet in trace.packet:
+        if not packet.HasField("track_event"):
+            continue
+        e = packet.track_event
+        if e.type != pb.TrackEvent.TYPE_COUNTER:
+            continue
+        value = e.double_counter_value if e.HasField("double_counter_value") else e.counter_value
+        uuid = e.track_uuid if e.HasField("track_uuid") else defaults.get(
+            packet.trusted_packet_sequence_id)
+        key = (processes.get(parents.get(uuid), ""), names.get(uuid, ""))
+        highest[key] = max(highest.get(key, value), value)
+    return highest
+
+
+def chrome_counters(path: str) -> dict[tuple[str, str], float]:
+    """The highest value of each counter of a Chrome JSON trace, by (process, name)."""
+    import gzip
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    processes = {e.get("pid"): e.get("args", {}).get("name", "") for e in events
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+    highest: dict[tuple[str, str], float] = {}
+    for e in events:
+        if e.get("ph") != "C":
+            continue
+        for value in (e.get("args") or {}).values():
+            key = (processes.get(e.get("pid"), ""), e.get("name", ""))
+            highest[key] = max(highest.get(key, value), value)
+    return highest
 
 
 def memory_profile(path: str) -> dict:
@@ -144,6 +227,8 @@ def main() -> int:
     ap.add_argument("--expect-largest", nargs="+", default=[], type=pair,
                     metavar="NAME=OP[,OP...]")
     ap.add_argument("--summary-json", metavar="PATH")
+    ap.add_argument("--perfetto", metavar="PATH")
+    ap.add_argument("--chrome", metavar="PATH")
     args = ap.parse_args()
     if not os.path.isfile(args.xplane):
         print(f"xprof_memory: no such file: {args.xplane}", file=sys.stderr)
@@ -155,7 +240,7 @@ def main() -> int:
         return 2
 
     failures: list[str] = []
-    problems, events = memory_event_stats(args.xplane)
+    problems, events, highest = memory_event_stats(args.xplane)
     failures.extend(problems[:20])
     if len(problems) > 20:
         failures.append(f"... and {len(problems) - 20} more stat type problems")
@@ -213,6 +298,23 @@ def main() -> int:
             print(f"  {name}: summary's peak {bytes_}, XProf's {xprof_peak}")
             if xprof_peak != bytes_:
                 failures.append(f"{name}: XProf's peak {xprof_peak} is not the summary's {bytes_}")
+
+    for fmt, path, read in (("Perfetto", args.perfetto, perfetto_counters),
+                            ("Chrome JSON", args.chrome, chrome_counters)):
+        if not path:
+            continue
+        counters = read(path)
+        for allocator, most in sorted(highest.items()):
+            track = track_of(allocator)
+            if track is None:
+                continue
+            got = counters.get(track)
+            print(f"  {allocator}: {fmt} track {track[1]} on {track[0]} reaches {got}, "
+                  f"the events {most}")
+            if got is None:
+                failures.append(f"{fmt}: no counter track {track[1]} on {track[0]} for {allocator}")
+            elif int(got) != most:
+                failures.append(f"{fmt}: {allocator}'s track reaches {got}, its events {most}")
 
     for failure in failures:
         print(f"xprof_memory: FAIL: {failure}", file=sys.stderr)

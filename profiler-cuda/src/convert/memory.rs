@@ -8,8 +8,9 @@
 //!   saw allocated (a block allocated before the session, released during it, is left
 //!   out: its size is unknown); `peak_bytes_in_use` their highest so far;
 //! - `bytes_reserved`: what the stream-ordered pools hold beyond their bytes in use
-//!   (each pool's size less its used bytes, as the latest record of it says), so that
-//!   XProf's "in use" (reserved + allocated) is what the process holds of the device;
+//!   (each pool's size less its used bytes, as the latest record of it says; a
+//!   released block counts as given back at once), so that XProf's "in use" (reserved
+//!   + allocated) is what the process holds of the device;
 //! - `bytes_available`: the device's memory less both, where its size is known;
 //! - `requested_bytes`, `allocation_bytes`: the block's size; `addr`: its address;
 //! - `tf_op` and `region_type`: the op of the annotations open on the thread that made
@@ -119,10 +120,19 @@ pub(super) fn changes(blocks: &[Block<'_>]) -> Vec<Change> {
     for b in blocks {
         let device = b.at.device_id;
         if let Some(pool) = b.pool {
+            // A release's record shows the pool before its next synchronisation gives
+            // the block back (CUDA's default release threshold is 0): the block counts
+            // as gone at once, or XProf's peak (held + in use) would stay at every
+            // release of the peak's blocks and its breakdown there would miss them.
+            let used = if b.allocated {
+                pool.utilized
+            } else {
+                pool.utilized.saturating_add(b.bytes)
+            };
             pools
                 .entry(device)
                 .or_default()
-                .insert(pool.address, pool.size.saturating_sub(pool.utilized));
+                .insert(pool.address, pool.size.saturating_sub(used));
         }
         let (total, peak) = in_use.entry(device).or_default();
         if b.allocated {
@@ -213,7 +223,9 @@ pub(super) fn add_events(
             ),
         };
         let allocator = core_memory::gpu_allocator(c.device);
-        let allocator = names.stat(host, &allocator, XStatValue::Int64(0)).metadata_id;
+        let allocator = names
+            .stat(host, &allocator, XStatValue::Int64(0))
+            .metadata_id;
         let int = |v: u64| XStatValue::Int64(i64::try_from(v).unwrap_or(i64::MAX));
         let mut stats = Stats::with_capacity(11);
         for (key, value) in [

@@ -100,13 +100,7 @@ pub fn add_to_space(
     // After the API calls: the annotation stacks of launches are the host's own.
     let nvtx_ranges = nvtx::add_ranges(trace, space, to_session_ns, &launched);
     let changes = memory::changes(&blocks);
-    memory::add_events(
-        trace,
-        &changes,
-        space,
-        to_session_ns,
-        &launches.launched_in,
-    );
+    memory::add_events(trace, &changes, space, to_session_ns, &launches.launched_in);
     memory::publish(&blocks);
     device::add_planes(
         trace,

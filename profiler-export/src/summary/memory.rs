@@ -62,9 +62,8 @@ fn events(profile: &Profile) -> Vec<Event<'_>> {
     let Some(host) = profile.xspace().plane(schema::HOST_PLANE) else {
         return Vec::new();
     };
-    let ids = |names: &[&str]| -> Vec<Option<i64>> {
-        names.iter().map(|n| host.stat_id(n)).collect()
-    };
+    let ids =
+        |names: &[&str]| -> Vec<Option<i64>> { names.iter().map(|n| host.stat_id(n)).collect() };
     let [allocator, reserved, allocated, bytes, address, op] = ids(&[
         schema::ALLOCATOR_NAME,
         schema::BYTES_RESERVED,

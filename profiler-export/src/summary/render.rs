@@ -108,9 +108,12 @@ impl Summary {
             return None;
         }
         let mut peaks = Table::new();
-        peaks
-            .load_preset(UTF8_FULL_CONDENSED)
-            .set_header(["Allocator", "Peak memory", "Step", "Op at peak"]);
+        peaks.load_preset(UTF8_FULL_CONDENSED).set_header([
+            "Allocator",
+            "Peak memory",
+            "Step",
+            "Op at peak",
+        ]);
         for p in &self.memory {
             peaks.add_row([
                 p.allocator.clone(),
