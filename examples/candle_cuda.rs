@@ -733,8 +733,7 @@ mod tests {
     /// `activations[i]` bytes and a 4 MiB workspace (none when empty).
     fn launches_allocating(activations: &[u64]) -> XSpace {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
-            .expect("start");
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         {
             let _step = trace!("Train", step_num = 0);
             std::thread::sleep(Duration::from_micros(400));
@@ -742,7 +741,7 @@ mod tests {
             let _attn = trace!("attn");
             std::thread::sleep(Duration::from_micros(400));
         }
-        let mut space = profiler_core::session::stop().expect("stop").into_xspace();
+        let mut space = prof::stop().expect("stop").into_xspace();
         let host = space.plane(schema::HOST_PLANE).expect("host plane");
         let span_of = |name: &str| {
             host.lines.iter().find_map(|line| {

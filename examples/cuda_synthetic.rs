@@ -18,8 +18,8 @@
 
 use std::error::Error;
 
+use prof::cuda::synthetic::Launch;
 use prof::{schema, trace, ProfileOptions};
-use profiler_cuda::synthetic::Launch;
 
 mod common;
 
@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         12,
     );
     // The core session directly: the device records are added before writing.
-    let mut space = profiler_core_session(args.steps)?;
+    let mut space = host_session(args.steps)?;
     let host = space.plane(schema::HOST_PLANE).ok_or("no host plane")?;
     let id_of = |name: &str| {
         host.event_metadata
@@ -92,7 +92,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             })
         })
         .collect();
-    let mut trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
+    let mut trace = prof::cuda::synthetic::trace(line.id as u32, &launches);
     trace.all_api_calls = all_api_calls;
     if memory {
         // Activations: attn's 64 MiB, mlp's 16 MiB.
@@ -111,9 +111,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     if nvtx {
         trace
             .activities
-            .extend(profiler_cuda::synthetic::nvtx(&launches));
+            .extend(prof::cuda::synthetic::nvtx(&launches));
     }
-    let calls = profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
+    let calls = prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
     println!(
         "CUDA API calls: {} on the host lines, {} left out {:?}",
         calls.kept,
@@ -144,8 +144,8 @@ fn main() -> Result<(), Box<dyn Error>> {
 }
 
 /// Steps of `forward` (a `block` holding `attn` then `mlp`) and `backward`.
-fn profiler_core_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Error>> {
-    profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)?;
+fn host_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Error>> {
+    prof::start_in_memory(ProfileOptions::default().device_tracer_level(0))?;
     for step in 0..steps {
         let _t = trace!("Train", step_num = step);
         {
@@ -159,5 +159,5 @@ fn profiler_core_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Err
         let _b = trace!("backward");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    Ok(profiler_core::session::stop()?.into_xspace())
+    Ok(prof::stop()?.into_xspace())
 }

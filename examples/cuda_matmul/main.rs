@@ -295,11 +295,11 @@ impl Gpu {
             |run: &mut dyn FnMut() -> Result<Duration>, all: &mut Rounds| -> Result<()> {
                 // In memory only: the overhead runs are not written to the logdir.
                 let t0 = Instant::now();
-                profiler_cuda_session_start()?;
+                prof::start_in_memory(ProfileOptions::default())?;
                 let started = t0.elapsed();
                 let took = run()?;
                 let t1 = Instant::now();
-                let profile = profiler_core::session::stop()?;
+                let profile = prof::stop()?;
                 let stopped = t1.elapsed();
                 let kernels = DeviceReport::of(profile.xspace()).kernels;
                 if kernels < launches {
@@ -319,13 +319,6 @@ impl Gpu {
         }
         Ok(all)
     }
-}
-
-/// A core session with the CUPTI tracer (what `prof::start` does, without a logdir).
-fn profiler_cuda_session_start() -> Result<()> {
-    prof::cuda::register();
-    profiler_core::session::start(ProfileOptions::default(), None)?;
-    Ok(())
 }
 
 /// A value in [-0.5, 0.5) from an index and a seed, the same on every run.

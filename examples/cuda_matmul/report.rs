@@ -309,8 +309,7 @@ mod tests {
     /// `all_api_calls`.
     fn shaped_like_the_example_with(steps: u32, all_api_calls: bool) -> XSpace {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
-            .expect("start");
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         for step in 0..steps {
             let _step = trace!("Train", step_num = step);
             for name in ["h2d", "gemm", "bias_relu", "d2h"] {
@@ -318,7 +317,7 @@ mod tests {
                 std::thread::sleep(Duration::from_micros(300));
             }
         }
-        let mut space = profiler_core::session::stop().expect("stop").into_xspace();
+        let mut space = prof::stop().expect("stop").into_xspace();
         let host = space.plane(schema::HOST_PLANE).expect("host plane");
         let (line, windows) = host
             .lines
@@ -438,10 +437,9 @@ mod tests {
     #[test]
     fn a_host_only_profile_fails_the_check() {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
-            .expect("start");
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         drop(trace!("Train", step_num = 0));
-        let space = profiler_core::session::stop().expect("stop").into_xspace();
+        let space = prof::stop().expect("stop").into_xspace();
         let err = DeviceReport::of(&space).check(1).expect_err("no GPU plane");
         assert!(err.to_string().contains("no /device:GPU plane"), "{err}");
     }

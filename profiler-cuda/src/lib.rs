@@ -24,6 +24,7 @@ pub mod candle;
 pub mod convert;
 mod cupti;
 pub mod driver;
+pub mod kernel;
 pub mod layout;
 pub mod occupancy;
 pub mod stats;

@@ -11,7 +11,6 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XPlane, XStatValue};
 
 use super::events::Source;
-use super::CORRELATION_ID;
 
 /// Up to two flow ids (an event can continue one link and start the next, or be both a
 /// link and a launch).
@@ -68,7 +67,7 @@ impl LinkStats {
             producer_type: plane.stat_id(schema::PRODUCER_TYPE),
             consumer: plane.stat_id(schema::CONSUMER_ID),
             consumer_type: plane.stat_id(schema::CONSUMER_TYPE),
-            correlation: plane.stat_id(CORRELATION_ID),
+            correlation: plane.stat_id(schema::CORRELATION_ID),
             is_device: plane.name.starts_with("/device:"),
         }
     }

@@ -7,7 +7,7 @@
 //! nesting (a staircase of n slices makes n lanes). [`TopIndex`] answers both questions
 //! in O(log lanes), so a line costs O(n log n) whatever its shape.
 
-use super::{Thread, Visitor};
+use super::model::{Thread, Visitor};
 
 /// (end ps, seq, root seq) of an open slice.
 pub(super) type Open = (i64, u64, u64);

@@ -8,14 +8,17 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XEventMetadata, XLine, XPlane};
 
 use super::events::Events;
+use super::flows::FlowIndex;
 use super::flows::LinkStats;
 use super::lanes::Lanes;
+use super::model::{Arg, CounterTrack, Process, Slice, Thread, Totals, Visitor};
 use super::names::{EventMetadata, StatNames};
-use super::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor};
+use super::origin::Origin;
 
 /// Per-plane state of the walk.
 pub(super) struct PlaneWalk<'a, 't> {
-    timeline: &'t Timeline<'a>,
+    origin: Origin,
+    flows: &'t FlowIndex,
     plane: &'a XPlane,
     pid: u32,
     category: &'a str,
@@ -32,7 +35,8 @@ pub(super) struct PlaneWalk<'a, 't> {
 
 impl<'a, 't> PlaneWalk<'a, 't> {
     pub(super) fn new(
-        timeline: &'t Timeline<'a>,
+        origin: Origin,
+        flows: &'t FlowIndex,
         process: &Process<'a>,
         tids: &'t mut Tids,
     ) -> Self {
@@ -46,7 +50,8 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             &plane.name
         };
         PlaneWalk {
-            timeline,
+            origin,
+            flows,
             plane,
             pid: process.pid,
             category,
@@ -105,7 +110,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         seq: &mut u64,
     ) -> Result<(), V::Error> {
         let mut lanes = Lanes::default();
-        let base = self.timeline.origin.line_start_ps(line);
+        let base = self.origin.line_start_ps(line);
         timed(base, events, |start, event| {
             self.slice(line, &mut lanes, (start, event), visitor, totals, seq)
         })?;
@@ -136,7 +141,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         let open = &lanes.get(lane).open;
         let parent = open.last().map(|&(_, s, _)| s);
         let root = open.first().map_or(*seq, |&(_, _, r)| r);
-        let (flows_out, flows_in) = self.timeline.flows.of(&self.links, event);
+        let (flows_out, flows_in) = self.flows.of(&self.links, event);
         let metadata = self.metadata(event.metadata_id);
         let name = metadata.map(|m| {
             if m.display_name.is_empty() {
@@ -187,7 +192,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         // (XProf's have one), a track shared by both would go back in time where the
         // second line starts.
         self.counter_tracks.clear();
-        let base = self.timeline.origin.line_start_ps(line);
+        let base = self.origin.line_start_ps(line);
         timed(base, events, |at, event| {
             self.samples(at, event, visitor, totals)
         })

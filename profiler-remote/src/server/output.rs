@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use profiler_core::xspace::XSpace;
 use tonic::Status;
 
-use super::request::quote;
+use super::quote::quote;
 
 /// Where the server writes the files clients ask it to write (a `ProfileRequest`
 /// without `emit_xspace`, as TensorBoard/XProf's Capture button and
