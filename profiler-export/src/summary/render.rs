@@ -82,7 +82,7 @@ impl Summary {
         if counter_only {
             header.push("Peak host memory".to_owned());
         }
-        header.extend(allocators.iter().map(|a| format!("Peak {a}")));
+        header.extend(allocators.iter().map(|a| format!("Peak {a} memory")));
         table.load_preset(UTF8_FULL_CONDENSED).set_header(header);
         for s in &self.steps {
             let mut row = vec![s.step.to_string(), duration(s.duration_ns)];
