@@ -17,8 +17,15 @@ pub struct Placement {
     pub context_id: u32,
     /// CUDA stream id.
     pub stream_id: u32,
-    /// CUPTI's correlation id, shared with the API call that launched it.
+    /// CUPTI's correlation id, shared with the API call that launched it (for work in
+    /// a graph, the graph's launch).
     pub correlation_id: u32,
+    /// The CUDA graph it ran in (`cuptiGetGraphId` numbering); 0 when launched on its
+    /// own.
+    pub graph_id: u32,
+    /// The graph node it ran as (`cuptiGetGraphNodeId`, a node of the executable
+    /// graph); 0 when launched on its own.
+    pub graph_node_id: u64,
 }
 
 /// One record kept by the tracer.
@@ -115,8 +122,12 @@ pub enum Activity {
         /// Its NVTX domain (`None` for the default domain, and on an end record).
         domain: Option<String>,
     },
+    /// A whole-graph launch (`gpu_enable_cupti_activity_graph_trace`).
+    GraphTrace(GraphTrace),
     /// The host annotation open when the API call `correlation_id` was made: the
-    /// `profiler_core::tracer::ScopeId` packed into `external_id`.
+    /// `profiler_core::tracer::ScopeId` packed into `external_id` (the launch callback
+    /// reads it from the thread's annotation stack; older producers pushed it as CUPTI's
+    /// external correlation).
     ExternalCorrelation {
         /// CUPTI's correlation id.
         correlation_id: u32,
@@ -139,6 +150,35 @@ pub struct MemoryPool {
     pub size: u64,
     /// Bytes of the pool in use.
     pub utilized: u64,
+}
+
+/// One launch of a whole CUDA graph, as CUPTI's `GRAPH_TRACE` records it
+/// (`gpu_enable_cupti_activity_graph_trace`): one record for the launch instead of one
+/// per node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphTrace {
+    /// The graph launched (`cuptiGetGraphId` numbering).
+    pub graph_id: u32,
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns.
+    pub end: u64,
+    /// Device, context, stream and the launch's correlation id.
+    pub at: Placement,
+}
+
+/// One value of one performance-monitor metric over one sampling interval
+/// (`gpu_pm_sample_counters`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PmSample {
+    /// CUDA device ordinal.
+    pub device_id: u32,
+    /// The end of the interval, ns on prof's clock.
+    pub timestamp: u64,
+    /// The metric's index in [`DeviceTrace::pm_metrics`].
+    pub metric: usize,
+    /// Its value.
+    pub value: f64,
 }
 
 /// Which point of an NVTX range (or mark) a [`Activity::Marker`] record is.
@@ -208,4 +248,20 @@ pub struct DeviceTrace {
     /// tracer then drops the others as they arrive); `None` when it was told, or
     /// when every call was asked for.
     pub api_selection_failed: Option<String>,
+    /// What the tracer saw of CUDA graphs being built: nodes with the annotation open
+    /// when each was captured, clones, executable graphs.
+    pub graph_notes: Vec<crate::graphs::GraphNote>,
+    /// Per graph launch (its correlation id), the executable graph it launched.
+    pub graph_launches: Vec<(u32, u32)>,
+    /// `gpu_dump_graph_node_mapping`: write each graph's nodes with where they came
+    /// from on a line of the GPU plane.
+    pub dump_graph_node_mapping: bool,
+    /// The performance-monitor metrics sampled (`gpu_pm_sample_counters`).
+    pub pm_metrics: Vec<String>,
+    /// Their samples.
+    pub pm_samples: Vec<PmSample>,
+    /// `gpu_num_chips_to_profile_per_task`: only devices `0..n` are profiled (`None`:
+    /// every device); the work of the others and the calls that launched it are left
+    /// out, and the profile says how many devices were.
+    pub max_devices: Option<u32>,
 }
