@@ -13,6 +13,7 @@
 
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Once;
 
 use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys as driver;
@@ -29,6 +30,21 @@ const CBID_SCAN: usize = 2048;
 /// not change while a process runs); read with one relaxed load in the callback.
 static DRIVER_FLAGS: [AtomicU8; CBID_SCAN] = [const { AtomicU8::new(0) }; CBID_SCAN];
 static RUNTIME_FLAGS: [AtomicU8; CBID_SCAN] = [const { AtomicU8::new(0) }; CBID_SCAN];
+/// The tables are filled once per process: the first session pays for the 4096 name
+/// lookups, later ones only enable their functions.
+static FILLED: Once = Once::new();
+
+fn fill_flags() {
+    FILLED.call_once(|| {
+        for domain in [ApiDomain::Driver, ApiDomain::Runtime] {
+            let cupti_domain = cupti_domain(domain);
+            for (cbid, slot) in flags_of(domain).iter().enumerate().skip(1) {
+                let flags = callback_name(cupti_domain, cbid as u32).map_or(0, |n| api::flags(&n));
+                slot.store(flags, Ordering::Relaxed);
+            }
+        }
+    });
+}
 
 fn flags_of(domain: ApiDomain) -> &'static [AtomicU8; CBID_SCAN] {
     match domain {
@@ -97,13 +113,12 @@ pub(super) fn subscribe(all: bool) -> Result<Subscription, String> {
         .result()
         .map_err(|e| subscribe_failure(e.0))?;
     let subscription = Subscription(handle);
+    fill_flags();
     for domain in [ApiDomain::Driver, ApiDomain::Runtime] {
         let table = flags_of(domain);
         let cupti_domain = cupti_domain(domain);
         for (cbid, slot) in table.iter().enumerate().skip(1) {
-            let flags = callback_name(cupti_domain, cbid as u32).map_or(0, |n| api::flags(&n));
-            slot.store(flags, Ordering::Relaxed);
-            if !all && flags & RECORD != 0 {
+            if !all && slot.load(Ordering::Relaxed) & RECORD != 0 {
                 // SAFETY: a plain call with an id CUPTI named.
                 let on =
                     unsafe { cupti::cuptiEnableCallback(1, handle, cupti_domain, cbid as u32) };
