@@ -113,6 +113,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         })
         .collect();
     let mut trace = synthetic::trace(line.id as u32, &launches);
+    trace.all_api_calls = extra.all_api_calls;
     spread_over_devices(&mut trace, extra.devices);
     if extra.nvtx || options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true) {
         trace.activities.extend(synthetic::nvtx(&launches));
