@@ -213,6 +213,10 @@ def main():
         value, shown = export([bench])
         goal(f"{name}, per event", value, f"≤ {target} ns", lambda x, t=target: x <= t, shown)
 
+    d = ns("diff", "two 1M-event profiles, from files", 1e9)
+    goal("`prof-diff` of two 1M-event profiles, from files (s)", d and d[0], "≤ 2 s",
+         lambda s: s <= 2, f"{d[0]:.2f} s [{d[1]:.2f}–{d[2]:.2f}]" if d else "")
+
     rows = scale_rows(args.run_dir)
     figures["scale"] = rows
     if rows:

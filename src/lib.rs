@@ -85,6 +85,12 @@ pub use profiler_core::{
 pub use profiler_export as export;
 pub use profiler_export::summary;
 pub use profiler_export::ProfileExport;
+
+/// Comparing two runs: [`diff()`], its options and what it returns (see
+/// [`export::diff`] for how significance is decided).
+pub mod diff {
+    pub use profiler_export::diff::*;
+}
 pub use profiler_macros::instrument;
 /// Memory in use and its peaks, per allocator (`host`, `GPU_0`, ...), in code:
 /// [`memory::host`], [`memory::gpu`], [`memory::reset_peak`], [`memory::scope`].
@@ -189,6 +195,41 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use profiler_core::future::{with_current_poll, Instrumented};
+}
+
+/// Compares two runs, as `prof-diff BASE NEW` does: what got slower, what got faster,
+/// and whether each difference is significant or noise. Each side is a `.xplane.pb`
+/// file, a run directory, a logdir (its newest run), or a [`Profile`]; see
+/// [`diff::diff_with`] for the options and [`diff::Diff`] for what is compared.
+///
+/// ```
+/// # fn main() -> Result<(), prof::Error> {
+/// # let dir = std::env::temp_dir().join(format!("prof-doc-diff-{}", std::process::id()));
+/// let run = |logdir: &std::path::Path, work_us: u64| -> prof::Result<prof::Profile> {
+///     prof::start(logdir, prof::ProfileOptions::default())?;
+///     for step in 0..8 {
+///         let _step = prof::trace!("Train", step_num = step);
+///         let _load = prof::trace!("load_batch");
+///         std::thread::sleep(std::time::Duration::from_micros(work_us));
+///     }
+///     prof::stop()
+/// };
+/// run(&dir.join("base"), 300)?;
+/// run(&dir.join("new"), 3000)?;
+/// let diff = prof::diff(dir.join("base"), dir.join("new"))?;
+/// assert_eq!(diff.ops[0].name, "load_batch");
+/// assert_eq!(diff.ops[0].time.verdict, prof::diff::Verdict::Increase);
+/// assert!(!diff.gate(10.0).passed, "{}", diff.gate(10.0));
+/// println!("{diff}");
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`diff::diff_with`]: a file that cannot be read or is not an XSpace (naming it),
+/// sides with different hosts.
+pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<diff::Diff> {
+    profiler_export::diff::diff(base, new)
 }
 
 /// Starts profiling into `logdir`, as `tf.profiler.experimental.start(logdir)` and

@@ -7,21 +7,25 @@
 //!   `tf.profiler.experimental.server.start`) into a TensorBoard/XProf logdir, as
 //!   TensorBoard's Capture button and `python -m jax.collect_profile` do;
 //! - `prof-convert PATH...`: turns `.xplane.pb` files (prof's, JAX's, TensorFlow's)
-//!   into Perfetto and Chrome JSON traces.
+//!   into Perfetto and Chrome JSON traces;
+//! - `prof-diff BASE NEW`: compares two runs (step time, ops, kernels, memory), marks
+//!   what is significant and what is noise, and with `--fail-if-slower PCT` gates CI.
 //!
 //! ```text
 //! $ capture-profile localhost:6009 --duration-ms 2000 --logdir logs
 //! $ xprof --logdir logs
 //! $ prof-convert logs --format perfetto,chrome.gz
+//! $ prof-diff logs/base logs/new --fail-if-slower 10
 //! ```
 //!
-//! Both follow the usual conventions: `--help` and `--version`, errors that suggest
+//! All three follow the usual conventions: `--help` and `--version`, errors that suggest
 //! the flag that was meant, exit status 2 for bad usage, 1 when some work failed.
-//! The library half of this crate is what the two binaries run, public so its
+//! The library half of this crate is what the binaries run, public so its
 //! parsing can be tested; it is not meant as an API.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod capture;
 pub mod convert;
+pub mod diff;
 pub mod formats;
 pub mod interrupt;

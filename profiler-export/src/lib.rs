@@ -10,6 +10,8 @@
 //! - `otlp` (feature `otlp`): spans to any OpenTelemetry collector;
 //! - [`summary`]: per-name aggregate tables (count, total, self time, share of the
 //!   step), as text, JSON or CSV;
+//! - [`diff`]: two runs compared: step time, ops, kernels and memory, what is
+//!   significant and what is noise, and a gate for CI;
 //! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
 //!   other formats;
 //! - [`ProfileExport`]: all of it as methods of a [`Profile`].
@@ -29,6 +31,8 @@ pub mod atomic;
 mod block;
 pub mod chrome;
 pub mod convert;
+pub mod diff;
+mod flat;
 pub mod formats;
 mod gzip;
 pub mod link;
@@ -39,6 +43,7 @@ pub mod perfetto;
 mod profile;
 pub mod summary;
 pub mod timeline;
+mod units;
 pub mod xplane;
 
 pub use formats::ExportFormat;

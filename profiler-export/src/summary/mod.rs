@@ -40,8 +40,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use profiler_core::schema;
-use profiler_core::xspace::{XLine, XPlane};
 use profiler_core::{Error, ErrorKind, Profile, Result};
+
+use crate::flat::{
+    flatten_line, is_bookkeeping, run_length, step_spans, Flat, StepSpan, StepStats,
+};
 
 /// A column to sort a summary by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,126 +377,18 @@ fn compare(a: &SummaryRow, b: &SummaryRow, by: SortBy) -> std::cmp::Ordering {
     }
 }
 
-/// One event, on a common time axis (ns) shared by the lines of its producer.
-struct Flat<'a> {
-    name: &'a str,
-    start: u64,
-    end: u64,
-    self_ns: u64,
-    step: Option<i64>,
-}
-
-struct StepSpan {
-    step: i64,
-    start: u64,
-    end: u64,
-}
-
-/// Whether a line is one prof draws for itself rather than recorded work.
-fn is_bookkeeping(line: &XLine) -> bool {
-    line.name == schema::COUNTERS_LINE
-        || line.name == schema::PROFILER_LINE
-        || (line.id >= i64::from(schema::TASKS_LINE_ID)
-            && line.name.starts_with(schema::TASKS_LINE))
-}
-
 fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
     let mut out = Vec::new();
     for plane in &profile.xspace().planes {
         if plane.name == schema::TASK_ENV_PLANE {
             continue;
         }
-        let step_id = plane.stat_id(schema::STEP_NUM);
-        let root_id = plane.stat_id(schema::IS_ROOT);
+        let ids = StepStats::of(plane);
         for line in plane.lines.iter().filter(|l| !is_bookkeeping(l)) {
-            flatten_line(plane, line, step_id, root_id, &mut out);
+            flatten_line(plane, line, &ids, &mut out);
         }
     }
     out
-}
-
-fn flatten_line<'a>(
-    plane: &'a XPlane,
-    line: &XLine,
-    step_id: Option<i64>,
-    root_id: Option<i64>,
-    out: &mut Vec<Flat<'a>>,
-) {
-    let base = out.len();
-    for e in &line.events {
-        let name = plane.event_name(e.metadata_id).unwrap_or("");
-        if name == schema::MEMORY_ALLOCATION || name == schema::MEMORY_DEALLOCATION {
-            // Memory events are instants of no duration: the memory tables hold them.
-            continue;
-        }
-        let (start_ps, end_ps) = line.event_span_ps(e);
-        let start = (start_ps.max(0) / 1000) as u64;
-        let end = (end_ps.max(start_ps).max(0) / 1000) as u64;
-        let is_root = e.stat(root_id).is_some();
-        let step = e.stat(step_id).filter(|_| is_root).and_then(|v| v.as_i64());
-        out.push(Flat {
-            name,
-            start,
-            end,
-            self_ns: end - start,
-            step,
-        });
-    }
-    // Self time: walk the line in start order (longest first on ties, so a parent
-    // precedes its children) with a stack of the events still open.
-    let mut order: Vec<usize> = (base..out.len()).collect();
-    order.sort_by(|&a, &b| {
-        out[a]
-            .start
-            .cmp(&out[b].start)
-            .then(out[b].end.cmp(&out[a].end))
-    });
-    let mut open: Vec<usize> = Vec::new();
-    for i in order {
-        while open.last().is_some_and(|&p| out[p].end <= out[i].start) {
-            open.pop();
-        }
-        if let Some(&parent) = open.last() {
-            if out[i].end <= out[parent].end {
-                let child = out[i].end - out[i].start;
-                out[parent].self_ns = out[parent].self_ns.saturating_sub(child);
-                open.push(i);
-            }
-            // A partial overlap is no nesting: it is neither the parent's child nor
-            // a parent of what follows.
-        } else {
-            open.push(i);
-        }
-    }
-}
-
-/// How long a profile without steps ran: its recorded wall time, or the span of its
-/// events.
-fn run_length(profile: &Profile, events: &[Flat<'_>]) -> u64 {
-    let run = profile
-        .wall_time_ns()
-        .map_or(0, |(start, stop)| stop.saturating_sub(start));
-    if run == 0 {
-        events.iter().map(|e| e.end).max().unwrap_or(0)
-            - events.iter().map(|e| e.start).min().unwrap_or(0)
-    } else {
-        run
-    }
-}
-
-fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
-    let mut steps: Vec<StepSpan> = events
-        .iter()
-        .filter_map(|e| {
-            e.step.map(|step| StepSpan {
-                step,
-                start: e.start,
-                end: e.end,
-            })
-        })
-        .collect();
-    steps.sort_by_key(|s| (s.start, s.step));
-    steps
 }
 
 /// Adds a row per step of `profile` to `rows`.

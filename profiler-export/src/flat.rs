@@ -1,0 +1,143 @@
+//! A profile's events laid flat: each with its start and end on its producer's time
+//! axis (ns), its self time, and its step number when it is a step root. What the
+//! analyses of finished profiles ([`crate::summary`], [`crate::diff`]) read.
+//!
+//! Self time is an event's duration minus that of the events nested directly inside it
+//! on the same line. A step root is an event with the `_r` stat and an int64
+//! `step_num`, as XProf groups steps.
+
+use profiler_core::schema;
+use profiler_core::xspace::{XEvent, XLine, XPlane};
+use profiler_core::Profile;
+
+/// One event, on a common time axis (ns) shared by the lines of its producer.
+pub(crate) struct Flat<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) self_ns: u64,
+    /// Its step number, when the event is a step root.
+    pub(crate) step: Option<i64>,
+    /// The event itself, for the stats an analysis reads.
+    pub(crate) event: &'a XEvent,
+}
+
+/// A step: its number and the span of its root event.
+pub(crate) struct StepSpan {
+    pub(crate) step: i64,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+}
+
+/// Whether a line is one prof draws for itself rather than recorded work.
+pub(crate) fn is_bookkeeping(line: &XLine) -> bool {
+    line.name == schema::COUNTERS_LINE
+        || line.name == schema::PROFILER_LINE
+        || (line.id >= i64::from(schema::TASKS_LINE_ID)
+            && line.name.starts_with(schema::TASKS_LINE))
+}
+
+/// The ids of the stats that mark a step root in `plane`.
+pub(crate) struct StepStats {
+    step_num: Option<i64>,
+    root: Option<i64>,
+}
+
+impl StepStats {
+    pub(crate) fn of(plane: &XPlane) -> StepStats {
+        StepStats {
+            step_num: plane.stat_id(schema::STEP_NUM),
+            root: plane.stat_id(schema::IS_ROOT),
+        }
+    }
+}
+
+/// Appends the events of `line` (of `plane`) to `out`, with their self times.
+pub(crate) fn flatten_line<'a>(
+    plane: &'a XPlane,
+    line: &'a XLine,
+    ids: &StepStats,
+    out: &mut Vec<Flat<'a>>,
+) {
+    let base = out.len();
+    for e in &line.events {
+        let name = plane.event_name(e.metadata_id).unwrap_or("");
+        if name == schema::MEMORY_ALLOCATION || name == schema::MEMORY_DEALLOCATION {
+            // TSL's memory events are instants of no duration, memory and not work:
+            // the memory tables and rows hold them.
+            continue;
+        }
+        let (start_ps, end_ps) = line.event_span_ps(e);
+        let start = (start_ps.max(0) / 1000) as u64;
+        let end = (end_ps.max(start_ps).max(0) / 1000) as u64;
+        let is_root = e.stat(ids.root).is_some();
+        let step = e
+            .stat(ids.step_num)
+            .filter(|_| is_root)
+            .and_then(|v| v.as_i64());
+        out.push(Flat {
+            name,
+            start,
+            end,
+            self_ns: end - start,
+            step,
+            event: e,
+        });
+    }
+    // Self time: walk the line in start order (longest first on ties, so a parent
+    // precedes its children) with a stack of the events still open.
+    let mut order: Vec<usize> = (base..out.len()).collect();
+    order.sort_by(|&a, &b| {
+        out[a]
+            .start
+            .cmp(&out[b].start)
+            .then(out[b].end.cmp(&out[a].end))
+    });
+    let mut open: Vec<usize> = Vec::new();
+    for i in order {
+        while open.last().is_some_and(|&p| out[p].end <= out[i].start) {
+            open.pop();
+        }
+        if let Some(&parent) = open.last() {
+            if out[i].end <= out[parent].end {
+                let child = out[i].end - out[i].start;
+                out[parent].self_ns = out[parent].self_ns.saturating_sub(child);
+                open.push(i);
+            }
+            // A partial overlap is no nesting: it is neither the parent's child nor
+            // a parent of what follows.
+        } else {
+            open.push(i);
+        }
+    }
+}
+
+/// The step roots among `events`, in start order.
+pub(crate) fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
+    let mut steps: Vec<StepSpan> = events
+        .iter()
+        .filter_map(|e| {
+            e.step.map(|step| StepSpan {
+                step,
+                start: e.start,
+                end: e.end,
+            })
+        })
+        .collect();
+    steps.sort_by_key(|s| (s.start, s.step));
+    steps
+}
+
+/// How long a profile without steps ran: its recorded wall time, or the span of its
+/// events.
+pub(crate) fn run_length(profile: &Profile, events: &[Flat<'_>]) -> u64 {
+    let run = profile
+        .wall_time_ns()
+        .map_or(0, |(start, stop)| stop.saturating_sub(start));
+    if run == 0 {
+        events.iter().map(|e| e.end).max().unwrap_or(0)
+            - events.iter().map(|e| e.start).min().unwrap_or(0)
+    } else {
+        run
+    }
+}
