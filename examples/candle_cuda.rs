@@ -25,6 +25,12 @@
 //! parameter gets a gradient. Weights are initialised on the CPU and moved: nothing
 //! random runs on the device.
 //!
+//! Device memory: prof's `GPU_0` allocator (every `cuMemAllocAsync` / `cuMemFreeAsync`
+//! CUPTI saw, XProf's Memory Profile) beside what the driver says (`cuMemGetInfo` before
+//! the session, after each step's backward pass and after the session). The example
+//! prints both and fails when the driver saw the device's memory grow while prof saw
+//! no device memory allocated.
+//!
 //! Without a GPU (candle built without CUDA, no libcuda, libcublas or libcurand, or no
 //! device) it says so and exits 0: CI builds and runs it that way with `--features
 //! cuda,candle`.
@@ -108,14 +114,19 @@ fn main() -> Result<()> {
     let batch = Batch::new(config);
     // One step before the session: candle loads its kernel modules (the driver compiles
     // their PTX) on first use, and cuBLAS picks its kernels.
-    let first_loss = train_step(&model, &mut optimizer, &batch, &device, 0)?;
+    let first_loss = train_step(&model, &mut optimizer, &batch, &device, 0, &mut || {})?;
 
+    let mut driver = DriverMemory::before();
+    prof::memory::reset_peak();
     prof::start(&args.logdir, args.options(ProfileOptions::default()))?;
     let mut loss = first_loss;
     for step in 1..=args.steps {
-        loss = train_step(&model, &mut optimizer, &batch, &device, step)?;
+        loss = train_step(&model, &mut optimizer, &batch, &device, step, &mut || {
+            driver.sample();
+        })?;
     }
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
+    driver.after();
 
     let kernels = KernelSummary::of(profile.xspace());
     let stats = format!(
@@ -132,7 +143,107 @@ fn main() -> Result<()> {
         println!("candle_cuda: the device was not traced: {missing}");
         return Ok(());
     }
-    kernels.check(min_annotated)
+    kernels.check(min_annotated)?;
+    driver.compare(&profile)
+}
+
+/// The device memory the driver reports in use (`cuMemGetInfo`, every process and
+/// context on the device), before the session, at samples during it and after it.
+#[derive(Debug, Default)]
+struct DriverMemory {
+    before: Option<u64>,
+    highest: Option<u64>,
+    samples: usize,
+    after: Option<u64>,
+    /// Why the driver could not be asked, if it could not.
+    failed: Option<String>,
+}
+
+impl DriverMemory {
+    fn used(&mut self) -> Option<u64> {
+        match prof::cuda::driver::memory_info() {
+            Ok(info) => Some(info.used()),
+            Err(why) => {
+                self.failed.get_or_insert(why);
+                None
+            }
+        }
+    }
+
+    fn before() -> DriverMemory {
+        let mut d = DriverMemory::default();
+        d.before = d.used();
+        d
+    }
+
+    fn sample(&mut self) {
+        if let Some(used) = self.used() {
+            self.samples += 1;
+            self.highest = Some(self.highest.map_or(used, |h| h.max(used)));
+        }
+    }
+
+    fn after(&mut self) {
+        self.after = self.used();
+    }
+
+    /// Prints prof's GPU_0 peak beside the driver's figures; fails when the driver saw
+    /// the device's memory grow during the session and prof saw no allocation at all.
+    fn compare(&self, profile: &prof::Profile) -> Result<()> {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let summary =
+            prof::ProfileExport::summary(profile, &prof::summary::SummaryOptions::default());
+        // XProf's peak: what the pools held beyond their bytes in use, with them.
+        let held = summary
+            .memory()
+            .iter()
+            .find(|p| p.allocator == "GPU_0")
+            .map(|p| p.peak_bytes);
+        let seen = prof::memory::gpu(0);
+        match (seen, held) {
+            (Some(seen), Some(held)) => println!(
+                "candle_cuda: GPU_0 as prof saw it: peak {:.1} MiB allocated, {:.1} MiB with what \
+                 the pools held (XProf's peak); {:.1} MiB still allocated",
+                mib(seen.peak),
+                mib(held),
+                mib(seen.in_use)
+            ),
+            _ => println!("candle_cuda: prof saw no device memory allocated"),
+        }
+        let (Some(before), Some(highest)) = (self.before, self.highest) else {
+            println!(
+                "candle_cuda: the driver could not be asked: {}",
+                self.failed.as_deref().unwrap_or("no sample")
+            );
+            return Ok(());
+        };
+        let grew = highest.saturating_sub(before);
+        println!(
+            "candle_cuda: the driver (cuMemGetInfo, all of the device): {:.1} MiB used before the \
+             session, {:.1} MiB at the highest of {} samples after backward (+{:.1} MiB), {} after",
+            mib(before),
+            mib(highest),
+            self.samples,
+            mib(grew),
+            self.after
+                .map_or_else(|| "?".to_owned(), |a| format!("{:.1} MiB", mib(a))),
+        );
+        if let Some(held) = held {
+            println!(
+                "candle_cuda: prof's GPU_0 peak is {:.2}x the driver's growth at its samples",
+                held as f64 / grew.max(1) as f64
+            );
+        }
+        if grew > 0 && held.is_none() {
+            return Err(format!(
+                "the driver saw the device's memory grow by {:.1} MiB during the session, but the \
+                 profile holds no GPU_0 memory event",
+                mib(grew)
+            )
+            .into());
+        }
+        Ok(())
+    }
 }
 
 /// candle's CUDA device 0 and the GPU's name, or why there is none.
@@ -196,13 +307,15 @@ impl Batch {
     }
 }
 
-/// One training step, `Train` with `step_num`; returns the loss.
+/// One training step, `Train` with `step_num`; returns the loss. `after_backward` runs
+/// between the backward pass and the optimizer, when the gradients are all held.
 fn train_step(
     model: &Model,
     optimizer: &mut AdamW,
     batch: &Batch,
     device: &Device,
     step: u32,
+    after_backward: &mut dyn FnMut(),
 ) -> Result<f32> {
     let step_trace = trace!("Train", step_num = step);
     let Config {
@@ -230,6 +343,7 @@ fn train_step(
         let _t = trace!("backward");
         loss.backward()?
     };
+    after_backward();
     {
         let _t = trace!("optimizer", kind = "adamw");
         optimizer.step(&grads)?;
@@ -595,17 +709,29 @@ mod tests {
         };
         assert!(without.is_empty(), "no gradient for {without:?}");
 
-        let first = train_step(&model, &mut optimizer, &batch, &device, 0).expect("step");
+        let mut probes = 0;
+        let first = train_step(&model, &mut optimizer, &batch, &device, 0, &mut || {
+            probes += 1
+        })
+        .expect("step");
         let mut last = first;
         for step in 1..20 {
-            last = train_step(&model, &mut optimizer, &batch, &device, step).expect("step");
+            last = train_step(&model, &mut optimizer, &batch, &device, step, &mut || {})
+                .expect("step");
         }
+        assert_eq!(probes, 1, "the probe runs once a step");
         assert!(last < first * 0.8, "loss {first} -> {last}");
     }
 
     /// A host session with a step holding `forward` > `attn` and a stretch under the
     /// step alone, plus one synthetic kernel launched in each (40 µs each).
     fn two_launches() -> XSpace {
+        launches_allocating(&[])
+    }
+
+    /// [`two_launches`], each launch also allocating device memory: an activation of
+    /// `activations[i]` bytes and a 4 MiB workspace (none when empty).
+    fn launches_allocating(activations: &[u64]) -> XSpace {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
         prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         {
@@ -634,13 +760,54 @@ mod tests {
         };
         let (line, step_start, _) = span_of("Train").expect("Train");
         let (_, attn_start, attn_end) = span_of("attn").expect("attn");
-        let trace = prof::cuda::synthetic::launches(
+        let windows = [(step_start, attn_start), (attn_start, attn_end)];
+        let mut trace = prof::cuda::synthetic::launches(
             line,
-            &[(step_start, attn_start), (attn_start, attn_end)],
+            &windows,
             &["sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n", "softmax_kernel"],
         );
+        if !activations.is_empty() {
+            let launches: Vec<_> = windows
+                .iter()
+                .map(|&window| prof::cuda::synthetic::Launch {
+                    window,
+                    kernel: "k",
+                    copy_kind: 1,
+                })
+                .collect();
+            trace.activities.extend(prof::cuda::synthetic::allocations(
+                line,
+                &launches,
+                activations,
+            ));
+        }
         prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
         space
+    }
+
+    #[test]
+    fn the_driver_check_fails_only_when_prof_saw_no_device_memory() {
+        let driver = DriverMemory {
+            before: Some(100 << 20),
+            highest: Some(180 << 20),
+            samples: 3,
+            after: Some(110 << 20),
+            failed: None,
+        };
+        let without = prof::Profile::new(two_launches());
+        let err = driver.compare(&without).expect_err("no GPU_0 event");
+        assert!(
+            err.to_string().contains("holds no GPU_0 memory event"),
+            "{err}"
+        );
+        let with = prof::Profile::new(launches_allocating(&[64 << 20, 8 << 20]));
+        driver.compare(&with).expect("prof saw the allocations");
+        // A driver that could not be asked is reported, not a failure.
+        let unasked = DriverMemory {
+            failed: Some("no CUDA context is current".into()),
+            ..DriverMemory::default()
+        };
+        unasked.compare(&without).expect("nothing to compare");
     }
 
     #[test]

@@ -4,19 +4,24 @@
 //! driver calls around them that launch nothing, as frameworks make them) put through
 //! the same conversion the live tracer uses, written as a TensorBoard/XProf logdir
 //! (and, with `--format`, as a Perfetto trace or Chrome JSON beside it). CI has
-//! xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and trace viewer read
-//! it, and the Perfetto and Chrome checkers read the other formats.
+//! xprof's `kernel_stats`, `framework_op_stats`, `overview_page`, `memory_profile` and
+//! trace viewer read it, and the Perfetto and Chrome checkers read the other formats.
 //!
 //! ```text
 //! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N]
-//!     [--graph] [--devices N] [--all-api-calls] [--nvtx] [--option KEY=VALUE]...
-//!     [--format perfetto,chrome]
+//!     [--graph] [--devices N] [--all-api-calls] [--nvtx] [--memory] [--option KEY=VALUE]...
+//!     [--format perfetto,chrome] [--summary-json FILE]
 //! ```
 //!
 //! - `--graph`: a CUDA graph is captured once before the steps (`graph_capture` >
 //!   `embed` and `decode`, a kernel node each) and replayed in every step (`replay`):
 //!   its kernels carry the capture's ops.
 //! - `--devices N`: the launches go to GPUs 0..N in turn.
+//! - `--memory`: device memory from a stream-ordered pool on GPU 0, a 64 MiB
+//!   activation under each `attn` and a 16 MiB one under each `mlp`, each with a 4 MiB
+//!   workspace (XProf's Memory Profile shows `GPU_0`, its largest blocks named by the
+//!   layers). Each allocation is a host event carrying its op, which XProf's overview
+//!   also counts as a framework op on the host.
 //! - `--option`: the GPU tracer's `advanced_configuration` keys, checked as
 //!   `prof::start` checks them, and applied as the live tracer applies them:
 //!   `gpu_trace_all_api_calls`, `gpu_enable_nvtx_tracking`, `gpu_max_annotation_strings`,
@@ -51,6 +56,10 @@ struct Extra {
     /// Spread the launches over this many GPUs
     #[arg(long, value_name = "N", default_value_t = 1)]
     devices: u32,
+    /// Add device memory allocated and released under the layers, from a
+    /// stream-ordered pool on GPU 0
+    #[arg(long)]
+    memory: bool,
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -104,9 +113,22 @@ fn main() -> Result<(), Box<dyn Error>> {
         })
         .collect();
     let mut trace = synthetic::trace(line.id as u32, &launches);
+    trace.all_api_calls = extra.all_api_calls;
     spread_over_devices(&mut trace, extra.devices);
     if extra.nvtx || options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true) {
         trace.activities.extend(synthetic::nvtx(&launches));
+    }
+    if extra.memory {
+        // Activations: attn's 64 MiB, mlp's 16 MiB.
+        let activations: Vec<u64> = launches
+            .iter()
+            .map(|l| if l.copy_kind == 1 { 64 << 20 } else { 16 << 20 })
+            .collect();
+        trace.activities.extend(synthetic::allocations(
+            line.id as u32,
+            &launches,
+            &activations,
+        ));
     }
     if extra.graph {
         let named = |name: &str| {
@@ -157,6 +179,20 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     for warning in profile.warnings() {
         println!("warning: {warning}");
+    }
+    if let Some(gpu) = prof::memory::gpu(0) {
+        println!(
+            "GPU_0 as the trace saw it: {} MiB in use, peak {} MiB",
+            gpu.in_use >> 20,
+            gpu.peak >> 20
+        );
+    }
+    if let Some(path) = &args.summary_json {
+        let summary = prof::ProfileExport::summary(
+            &profile,
+            &prof::summary::SummaryOptions::default().limit(5),
+        );
+        std::fs::write(path, summary.to_json())?;
     }
     Ok(())
 }

@@ -106,7 +106,10 @@ run() {
         "$bin/cuda_matmul" --logdir "$work/matmul_all" --steps 20 \
             --option gpu_trace_all_api_calls=true
         step "5. candle_cuda"
-        "$bin/candle_cuda" --logdir "$work/candle" --steps 10 --format perfetto,chrome
+        # The summary's JSON: tests/interop/xprof_memory.py --summary-json compares
+        # XProf's GPU_0 peak with it where xprof is.
+        "$bin/candle_cuda" --logdir "$work/candle" --steps 10 --format perfetto,chrome \
+            --summary-json "$work/candle.summary.json"
         step "6. overhead: prof beside CUPTI's floor"
         "$bin/cuda_matmul" --logdir "$work/overhead" --steps 2 \
             --overhead 10000,100000 --rounds 21

@@ -54,7 +54,7 @@
 //! | export, summarise a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`], [`summary`] | [formats], [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
 //! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
-//! | count memory | [`TrackingAllocator`] | [memory] |
+//! | count memory, ask for peaks | [`TrackingAllocator`], [`memory`] | [memory] |
 //! | read or build profiles | [`xspace`], [`schema`] | [formats] |
 //! | plug in a device tracer | [`tracer`] | |
 //!
@@ -92,6 +92,29 @@ pub mod diff {
     pub use profiler_export::diff::*;
 }
 pub use profiler_macros::instrument;
+/// Memory in use and its peaks, per allocator (`host`, `GPU_0`, ...), in code:
+/// [`memory::host`], [`memory::gpu`], [`memory::reset_peak`], [`memory::scope`].
+///
+/// The host heap is counted by a [`TrackingAllocator`] installed as the global
+/// allocator; a GPU's memory by the CUPTI tracer (feature `cuda`) from what it saw
+/// allocated in sessions, beside which `prof::cuda::driver::memory_info` gives the
+/// driver's own figure.
+///
+/// ```
+/// #[global_allocator]
+/// static ALLOC: prof::TrackingAllocator<std::alloc::System> =
+///     prof::TrackingAllocator::new(std::alloc::System);
+///
+/// # fn main() {
+/// let m = prof::memory::scope();
+/// let weights = vec![0f32; 1 << 20];
+/// assert!(m.peak() >= 4 << 20);
+/// # drop(weights);
+/// # }
+/// ```
+pub mod memory {
+    pub use profiler_core::memory::*;
+}
 /// Capturing from a `tensorflow.ProfilerService` server (prof's, JAX's, TensorFlow's).
 #[cfg(feature = "remote")]
 pub use profiler_remote::client;

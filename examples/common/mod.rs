@@ -22,6 +22,8 @@ pub struct Args {
     pub perfetto_link: bool,
     /// `--option KEY=VALUE` pairs: the session's `advanced_configuration`.
     pub advanced: Vec<(String, prof::ConfigValue)>,
+    /// Where to write the summary as JSON.
+    pub summary_json: Option<PathBuf>,
 }
 
 impl Args {
@@ -68,6 +70,9 @@ struct Cli<E: clap::Args> {
     /// `prof::start` checks the key and the value's type
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_option)]
     option: Vec<(String, prof::ConfigValue)>,
+    /// Also write the summary (steps, peak memory per allocator and op) as JSON here
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<PathBuf>,
     #[command(flatten)]
     extra: E,
 }
@@ -102,6 +107,7 @@ pub fn parse<E: clap::Args>(
         otlp,
         perfetto_link: cli.perfetto_link,
         advanced: cli.option,
+        summary_json: cli.summary_json,
     };
     (args, cli.extra)
 }
@@ -137,10 +143,12 @@ pub fn report(profile: &prof::Profile, args: &Args, stats: &str) -> Result<(), S
     for warning in profile.warnings() {
         println!("  warning: {warning}");
     }
-    println!(
-        "{}",
-        profile.summary(&prof::summary::SummaryOptions::default().limit(10))
-    );
+    let summary = profile.summary(&prof::summary::SummaryOptions::default().limit(10));
+    println!("{summary}");
+    if let Some(path) = &args.summary_json {
+        std::fs::write(path, summary.to_json())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     println!(
         "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
         logdir.display(),

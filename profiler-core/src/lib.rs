@@ -5,6 +5,8 @@
 //! - **annotations** ([`trace!`], [`Trace`], [`set_metadata!`]): events on the current
 //!   thread's timeline, with fields; the ones carrying `step_num` are training steps;
 //! - **counters** ([`Counter`]): named values over time, as counter tracks;
+//! - **memory** ([`TrackingAllocator`], [`memory`]): host heap bytes in use and their
+//!   peaks, in code and as XProf's Memory Profile; device tracers add their GPUs';
 //! - **the `tracing` layer** ([`ProfilerLayer`], feature `tracing`, on by default): every
 //!   `tracing` span the subscriber passes, on the same timeline;
 //! - **sessions** ([`session::start`], [`session::stop`], [`ProfileOptions`]): one at a
@@ -39,6 +41,7 @@ pub mod field;
 pub mod gate;
 pub mod log;
 pub mod options;
+mod peaks;
 pub mod profile;
 mod reentry;
 pub mod schema;
@@ -56,6 +59,7 @@ pub mod domain;
 pub mod future;
 #[cfg(feature = "tracing")]
 pub mod layer;
+pub mod memory;
 // 5. collection: buffers to an XSpace.
 mod collect;
 // 6. session control, and the tracers it starts and stops.

@@ -74,3 +74,38 @@ pub const DOMAIN: &str = "domain";
 /// Stat that links an API call on a host line to the device work it launched (TSL's
 /// `correlation_id`); XProf draws the launch → kernel arrow from it.
 pub const CORRELATION_ID: &str = "correlation_id";
+
+/// Event of a memory allocation, as TSL's allocators write them and XProf's Memory
+/// Profile reads them from `/host:CPU` (with the memory stats below).
+pub const MEMORY_ALLOCATION: &str = "MemoryAllocation";
+/// Event of a memory release; see [`MEMORY_ALLOCATION`].
+pub const MEMORY_DEALLOCATION: &str = "MemoryDeallocation";
+/// Memory stat: the allocator, XProf's memory id (a string or a reference to one).
+pub const ALLOCATOR_NAME: &str = "allocator_name";
+/// Memory stat (int64): bytes the allocator holds beyond those in use; XProf adds them
+/// to the bytes in use (its "stack reserved" bytes).
+pub const BYTES_RESERVED: &str = "bytes_reserved";
+/// Memory stat (int64): bytes in use after the event (XProf's "heap allocated").
+pub const BYTES_ALLOCATED: &str = "bytes_allocated";
+/// Memory stat (int64): bytes still free to the allocator.
+pub const BYTES_AVAILABLE: &str = "bytes_available";
+/// Memory stat (int64): highest bytes in use so far.
+pub const PEAK_BYTES_IN_USE: &str = "peak_bytes_in_use";
+/// Memory stat (int64): bytes the caller asked for.
+pub const REQUESTED_BYTES: &str = "requested_bytes";
+/// Memory stat (int64): bytes the allocation took.
+pub const ALLOCATION_BYTES: &str = "allocation_bytes";
+/// Memory stat (int64): the block's address; XProf pairs a release with its
+/// allocation by it.
+pub const ADDRESS: &str = "addr";
+/// Stat: XProf's op of the work an event belongs to, `scope/…/name:type` (see
+/// [`crate::xspace::tf_op`]); for memory events, the annotations open on the thread
+/// that allocated.
+pub const TF_OP: &str = "tf_op";
+/// Memory stat: the innermost annotation open on the thread that allocated.
+pub const REGION_TYPE: &str = "region_type";
+/// The tracking allocator's allocator name.
+pub const HOST_ALLOCATOR: &str = "host";
+/// Prefix of a GPU's allocator name: `GPU_<ordinal>`, as TSL names a GPU's allocator
+/// before its `_bfc` suffix.
+pub const GPU_ALLOCATOR_PREFIX: &str = "GPU_";

@@ -20,6 +20,36 @@ pub(crate) const PROF_TASK: u64 = 1 << 63;
 /// [`ObjectKind`] above them.
 pub(crate) const OBJECT_OF: &str = "$object_of";
 
+/// Key of the field that tags an event as one of the tracking allocator's memory
+/// events; its value is a [`MemoryEvent`] tag.
+pub(crate) const MEMORY_OF: &str = "$memory_of";
+
+/// What a tracking allocator's memory event records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemoryEvent {
+    /// A thread folded its tally into the totals: the event carries the totals only.
+    Snapshot = 1,
+    /// One block at or above the large-allocation threshold was allocated or released:
+    /// the event carries its size and address too.
+    Block = 2,
+}
+
+impl MemoryEvent {
+    /// The [`MEMORY_OF`] value.
+    pub(crate) fn tag(self) -> u64 {
+        self as u64
+    }
+
+    /// The kind a [`MEMORY_OF`] value names.
+    pub(crate) fn from_tag(tag: u64) -> Option<MemoryEvent> {
+        match tag {
+            1 => Some(MemoryEvent::Snapshot),
+            2 => Some(MemoryEvent::Block),
+            _ => None,
+        }
+    }
+}
+
 /// What a profiling object is, and so where the collector puts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ObjectKind {

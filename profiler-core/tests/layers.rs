@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "gate",
             "log",
             "options",
+            "peaks",
             "profile",
             "reentry",
             "schema",
@@ -32,6 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "xspace::edit",
             "xspace::event_encoding",
             "xspace::model",
+            "xspace::ops",
         ],
     ),
     (
@@ -56,6 +58,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "domain",
             "future",
             "layer",
+            "memory",
         ],
     ),
     (
@@ -64,6 +67,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "collect",
             "collect::domains",
             "collect::line",
+            "collect::memory",
             "collect::seqs",
             "collect::tasks",
         ],

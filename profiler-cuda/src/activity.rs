@@ -100,6 +100,10 @@ pub enum Activity {
         timestamp: u64,
         /// Device, context, stream and correlation.
         at: Placement,
+        /// The stream-ordered pool the block came from (`cuMemAllocAsync`,
+        /// `cuMemAllocFromPoolAsync`), as it stood after the operation; `None` for
+        /// memory not from a pool (`cuMemAlloc`).
+        pool: Option<MemoryPool>,
     },
     /// One end of an NVTX range, or an NVTX mark (CUPTI's `MARKER` records, made with
     /// `gpu_enable_nvtx_tracking`): a range's start and end records share its `id`.
@@ -130,6 +134,22 @@ pub enum Activity {
         /// The pushed external id.
         external_id: u64,
     },
+}
+
+/// A memory pool as a [`Activity::Memory`] record describes it (CUPTI's
+/// `memoryPoolConfig`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryPool {
+    /// CUPTI's `CUpti_ActivityMemoryPoolType`: see [`crate::layout::memory_pool_type`].
+    pub pool_type: u32,
+    /// The pool's base address: which pool it is.
+    pub address: u64,
+    /// Bytes the pool keeps when it could give memory back to the driver.
+    pub release_threshold: u64,
+    /// Bytes the pool holds from the driver (local pools; 0 otherwise).
+    pub size: u64,
+    /// Bytes of the pool in use.
+    pub utilized: u64,
 }
 
 /// One launch of a whole CUDA graph, as CUPTI's `GRAPH_TRACE` records it

@@ -9,7 +9,7 @@
 //! version runs with another's libcupti. The offsets are checked against cudarc's
 //! generated structs in the tests.
 
-use crate::activity::{Activity, KernelDetails, MarkerPhase, Placement};
+use crate::activity::{Activity, KernelDetails, MarkerPhase, MemoryPool, Placement};
 
 /// `CUpti_ActivityKind` values prof reads.
 pub mod kind {
@@ -119,7 +119,8 @@ pub(crate) mod graph_trace {
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemory3` and `Memory4` (`MEMORY2`
-/// records; `Memory2` of CUDA 11.4/11.5 has the same prefix too).
+/// records of every CUDA 12 and 13 build), up to the end of their memory pool
+/// configuration (`Memory4` adds a source pointer after it).
 pub(crate) mod memory {
     pub(crate) const OPERATION: usize = 4;
     pub(crate) const MEMORY_KIND: usize = 8;
@@ -130,7 +131,28 @@ pub(crate) mod memory {
     pub(crate) const DEVICE: usize = 52;
     pub(crate) const CONTEXT: usize = 56;
     pub(crate) const STREAM: usize = 60;
-    pub(crate) const PREFIX: usize = 64;
+    /// `memoryPoolConfig.memoryPoolType`: 0 for memory not from a pool.
+    pub(crate) const POOL_TYPE: usize = 80;
+    /// `memoryPoolConfig.address`: the pool's base.
+    pub(crate) const POOL_ADDRESS: usize = 88;
+    /// `memoryPoolConfig.releaseThreshold`.
+    pub(crate) const POOL_RELEASE_THRESHOLD: usize = 96;
+    /// `memoryPoolConfig.pool.size`: the bytes the pool holds (local pools).
+    pub(crate) const POOL_SIZE: usize = 104;
+    /// `memoryPoolConfig.utilizedSize`: the pool's bytes in use.
+    pub(crate) const POOL_UTILIZED: usize = 112;
+    pub(crate) const PREFIX: usize = 120;
+}
+
+/// `CUpti_ActivityMemoryPoolType` values.
+pub mod memory_pool_type {
+    /// `CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID`: the memory is not from a pool.
+    pub const NONE: u32 = 0;
+    /// `CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL`: a pool of this process
+    /// (`cuMemAllocAsync`'s default pool, or one made with `cuMemPoolCreate`).
+    pub const LOCAL: u32 = 1;
+    /// `CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED`: a pool another process exported.
+    pub const IMPORTED: u32 = 2;
 }
 
 /// Offsets of `CUpti_ActivityAPI` (driver and runtime records; unversioned).
@@ -301,6 +323,16 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
                 correlation_id: u32_(memory::CORRELATION),
                 ..Placement::default()
             },
+            pool: match u32_(memory::POOL_TYPE) {
+                memory_pool_type::NONE => None,
+                pool_type => Some(MemoryPool {
+                    pool_type,
+                    address: u64_(memory::POOL_ADDRESS),
+                    release_threshold: u64_(memory::POOL_RELEASE_THRESHOLD),
+                    size: u64_(memory::POOL_SIZE),
+                    utilized: u64_(memory::POOL_UTILIZED),
+                }),
+            },
         },
         kind::GRAPH_TRACE => Activity::GraphTrace(crate::activity::GraphTrace {
             graph_id: u32_(graph_trace::GRAPH),
@@ -449,8 +481,31 @@ mod tests {
         assert_eq!(offset_of!(Mem, deviceId), memory::DEVICE);
         assert_eq!(offset_of!(Mem, contextId), memory::CONTEXT);
         assert_eq!(offset_of!(Mem, streamId), memory::STREAM);
-        assert_eq!(offset_of!(Mem, name), memory::PREFIX);
+        type Pool = sys::CUpti_ActivityMemory3__bindgen_ty_1;
+        let pool = offset_of!(Mem, memoryPoolConfig);
+        assert_eq!(pool + offset_of!(Pool, memoryPoolType), memory::POOL_TYPE);
+        assert_eq!(pool + offset_of!(Pool, address), memory::POOL_ADDRESS);
+        assert_eq!(
+            pool + offset_of!(Pool, releaseThreshold),
+            memory::POOL_RELEASE_THRESHOLD
+        );
+        assert_eq!(pool + offset_of!(Pool, pool), memory::POOL_SIZE);
+        assert_eq!(pool + offset_of!(Pool, utilizedSize), memory::POOL_UTILIZED);
+        assert_eq!(std::mem::size_of::<Mem>(), memory::PREFIX);
         assert_eq!(std::mem::size_of::<Mem>(), synthetic::MEMORY3_LEN);
+        use sys::CUpti_ActivityMemoryPoolType as PoolType;
+        assert_eq!(
+            PoolType::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID as u32,
+            memory_pool_type::NONE
+        );
+        assert_eq!(
+            PoolType::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL as u32,
+            memory_pool_type::LOCAL
+        );
+        assert_eq!(
+            PoolType::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED as u32,
+            memory_pool_type::IMPORTED
+        );
         assert_eq!(
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMORY2 as u32,
             kind::MEMORY2
@@ -626,12 +681,40 @@ mod tests {
                 correlation_id: 7,
                 ..Placement::default()
             },
+            pool: None,
         });
         for len in [synthetic::MEMORY3_LEN, synthetic::MEMORY4_LEN] {
             let r = synthetic::memory_record(2, 3, 0x7f00_0000_1000, 1 << 20, 5_000, 2, len);
             assert_eq!(read(&r, &names), want, "{len}");
             assert_eq!(read(&r[..memory::PREFIX - 1], &names), None);
         }
+        // From a stream-ordered pool: its configuration comes with the block.
+        let pool = MemoryPool {
+            pool_type: memory_pool_type::LOCAL,
+            address: 0x7f00_0000_0000,
+            release_threshold: 0,
+            size: 32 << 20,
+            utilized: 3 << 20,
+        };
+        let r = synthetic::pool_memory_record(1, 0x7f00_0020_0000, 1 << 20, 6_000, 0, &pool, 9);
+        assert_eq!(
+            read(&r, &names),
+            Some(Activity::Memory {
+                operation: memory_operation::ALLOCATION,
+                memory_kind: 3,
+                address: 0x7f00_0020_0000,
+                bytes: 1 << 20,
+                timestamp: 6_000,
+                at: Placement {
+                    device_id: 0,
+                    context_id: 1,
+                    stream_id: 13,
+                    correlation_id: 9,
+                    ..Placement::default()
+                },
+                pool: Some(pool),
+            })
+        );
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! holds the live plumbing, which checks for libcuda and libcupti before using any of
 //! their symbols and turns their absence into one profile warning.
 //!
+//! [`driver::memory_info`] asks the driver how much device memory is in use, to set
+//! beside what the tracer saw allocated (`profiler_core::memory::gpu`).
+//!
 //! Under the `candle` feature, `candle::Traced` names the layers of candle models
 //! (which emit no spans of their own), on the host and on the kernels they launch.
 
@@ -22,6 +25,7 @@ pub mod calls;
 pub mod candle;
 pub mod convert;
 mod cupti;
+pub mod driver;
 pub mod graphs;
 pub mod kernel;
 pub mod layout;

@@ -143,9 +143,10 @@ pub const MEMORY3_LEN: usize = 120;
 /// See [`MEMORY3_LEN`].
 pub const MEMORY4_LEN: usize = 128;
 
-/// A `MEMORY2` record `len` bytes long: `operation` is a
-/// `CUpti_ActivityMemoryOperationType`, `memory_kind` a `CUpti_ActivityMemoryKind`
-/// (3 = device). Bytes after the shared prefix are filled with 0xAB.
+/// A `MEMORY2` record `len` bytes long, of memory not from a pool, made by the API
+/// call with correlation id 7: `operation` is a `CUpti_ActivityMemoryOperationType`,
+/// `memory_kind` a `CUpti_ActivityMemoryKind` (3 = device). Bytes after the shared
+/// prefix are filled with 0xAB.
 pub fn memory_record(
     operation: u32,
     memory_kind: u32,
@@ -167,6 +168,31 @@ pub fn memory_record(
     put(&mut b, memory::DEVICE, &device.to_le_bytes());
     put(&mut b, memory::CONTEXT, &1u32.to_le_bytes());
     put(&mut b, memory::STREAM, &13u32.to_le_bytes());
+    b
+}
+
+/// A `MEMORY2` record (`Memory3`'s length) of device memory from `pool`, made by the
+/// API call `correlation`: `operation` is a `CUpti_ActivityMemoryOperationType`.
+pub fn pool_memory_record(
+    operation: u32,
+    address: u64,
+    bytes: u64,
+    timestamp: u64,
+    device: u32,
+    pool: &crate::activity::MemoryPool,
+    correlation: u32,
+) -> Vec<u8> {
+    let mut b = memory_record(operation, 3, address, bytes, timestamp, device, MEMORY3_LEN);
+    put(&mut b, memory::CORRELATION, &correlation.to_le_bytes());
+    put(&mut b, memory::POOL_TYPE, &pool.pool_type.to_le_bytes());
+    put(&mut b, memory::POOL_ADDRESS, &pool.address.to_le_bytes());
+    put(
+        &mut b,
+        memory::POOL_RELEASE_THRESHOLD,
+        &pool.release_threshold.to_le_bytes(),
+    );
+    put(&mut b, memory::POOL_SIZE, &pool.size.to_le_bytes());
+    put(&mut b, memory::POOL_UTILIZED, &pool.utilized.to_le_bytes());
     b
 }
 
@@ -244,6 +270,10 @@ pub mod cbid {
     pub const CU_STREAM_SYNCHRONIZE: u32 = 126;
     /// `cuMemAlloc_v2` (driver).
     pub const CU_MEM_ALLOC: u32 = 243;
+    /// `cuMemAllocAsync` (driver): a block from the stream's memory pool.
+    pub const CU_MEM_ALLOC_ASYNC: u32 = 598;
+    /// `cuMemFreeAsync` (driver).
+    pub const CU_MEM_FREE_ASYNC: u32 = 600;
     /// `cuCtxGetCurrent` (driver): launches nothing.
     pub const CU_CTX_GET_CURRENT: u32 = 304;
     /// `cuEventCreate` (driver): launches nothing.
@@ -262,8 +292,10 @@ pub mod cbid {
     pub const CU_GRAPH_LAUNCH: u32 = 514;
 
     /// (driver domain?, id, the name CUPTI gives it).
-    pub(crate) const NAMES: [(bool, u32, &str); 13] = [
+    pub(crate) const NAMES: [(bool, u32, &str); 15] = [
         (true, CU_LAUNCH_KERNEL, "cuLaunchKernel"),
+        (true, CU_MEM_ALLOC_ASYNC, "cuMemAllocAsync"),
+        (true, CU_MEM_FREE_ASYNC, "cuMemFreeAsync"),
         (true, CU_MEMCPY_HTOD_ASYNC, "cuMemcpyHtoDAsync_v2"),
         (true, CU_MEMCPY_DTOH_ASYNC, "cuMemcpyDtoHAsync_v2"),
         (true, CU_STREAM_SYNCHRONIZE, "cuStreamSynchronize"),
@@ -527,6 +559,98 @@ pub fn nvtx(launches: &[Launch]) -> Vec<crate::activity::Activity> {
         .collect()
 }
 
+/// Device memory allocated around [`trace`]'s launches, as a framework allocating
+/// from a stream-ordered pool makes it (CUPTI's `MEMORY2` records and the
+/// `cuMemAllocAsync` / `cuMemFreeAsync` calls behind them, each with the external
+/// correlation of launch `i`'s annotation on host line `line`, as [`trace`] gives its
+/// launches): for each launch, an activation of `bytes[i]` allocated an eighth into
+/// its window and released half a window's length after it ends (so a layer's
+/// activation is still held while the next layer allocates), and a 4 MiB workspace
+/// allocated a quarter in and released three quarters in. Every block
+/// comes from one pool on device 0 with CUDA's default release threshold (0): it
+/// grows in 2 MiB steps to hold what is in use, and gives back what it holds beyond
+/// that at the synchronisation after each release. Addresses are distinct;
+/// correlation ids start at 1,000,000, clear of [`trace`]'s.
+pub fn allocations(
+    line: u32,
+    launches: &[Launch],
+    bytes: &[u64],
+) -> Vec<crate::activity::Activity> {
+    use crate::activity::MemoryPool;
+    use crate::layout::memory_operation::{ALLOCATION, RELEASE};
+    const WORKSPACE: u64 = 4 << 20;
+    const POOL_STEP: u64 = 2 << 20;
+    // (timestamp, allocate?, address, bytes, launch index), replayed in time order so
+    // each record carries the pool as it stood then.
+    let mut ops = Vec::new();
+    for (i, l) in launches.iter().enumerate() {
+        let (start, end) = l.window;
+        let len = end - start;
+        let size = bytes.get(i).copied().unwrap_or(WORKSPACE);
+        let activation = 0x7f10_0000_0000 + (i as u64) * (1 << 28);
+        let workspace = activation + (1 << 27);
+        ops.push((start + len / 8, true, activation, size, i));
+        ops.push((end + len / 2, false, activation, size, i));
+        ops.push((start + len / 4, true, workspace, WORKSPACE, i));
+        ops.push((start + 3 * len / 4, false, workspace, WORKSPACE, i));
+    }
+    ops.sort_by_key(|op| op.0);
+    let mut pool = MemoryPool {
+        pool_type: crate::layout::memory_pool_type::LOCAL,
+        address: 0x7f10_0000_0000,
+        release_threshold: 0,
+        size: 0,
+        utilized: 0,
+    };
+    let mut records = Vec::new();
+    for (n, (at, allocate, address, size, i)) in ops.into_iter().enumerate() {
+        let correlation = 1_000_000 + n as u32;
+        if allocate {
+            pool.utilized += size;
+            pool.size = pool.size.max(pool.utilized.div_ceil(POOL_STEP) * POOL_STEP);
+        } else {
+            // The record shows the pool before the next synchronisation trims it.
+            pool.utilized -= size;
+        }
+        let external = profiler_core::tracer::ScopeId {
+            line,
+            seq: i as u64,
+        }
+        .to_u64();
+        let (call, operation) = if allocate {
+            (cbid::CU_MEM_ALLOC_ASYNC, ALLOCATION)
+        } else {
+            (cbid::CU_MEM_FREE_ASYNC, RELEASE)
+        };
+        records.push(external_record(correlation, external));
+        records.push(api_record(
+            kind::DRIVER,
+            call,
+            at.saturating_sub(2_000),
+            at + 3_000,
+            THREAD,
+            correlation,
+        ));
+        records.push(pool_memory_record(
+            operation,
+            address,
+            size,
+            at,
+            0,
+            &pool,
+            correlation,
+        ));
+        if !allocate {
+            pool.size = pool.utilized.div_ceil(POOL_STEP) * POOL_STEP;
+        }
+    }
+    let names = Names(Vec::new());
+    records
+        .iter()
+        .filter_map(|r| crate::layout::read(r, &names))
+        .collect()
+}
+
 /// [`trace`] of one launch per window, with the kernels named in turn from
 /// `kernel_names` and every copy host to device.
 pub fn launches(
@@ -737,6 +861,14 @@ mod tests {
             (
                 CU_MEM_ALLOC,
                 D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 as u32,
+            ),
+            (
+                CU_MEM_ALLOC_ASYNC,
+                D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync as u32,
+            ),
+            (
+                CU_MEM_FREE_ASYNC,
+                D::CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync as u32,
             ),
             (
                 CU_CTX_GET_CURRENT,

@@ -61,6 +61,12 @@ pub(crate) fn flatten_line<'a>(
 ) {
     let base = out.len();
     for e in &line.events {
+        let name = plane.event_name(e.metadata_id).unwrap_or("");
+        if name == schema::MEMORY_ALLOCATION || name == schema::MEMORY_DEALLOCATION {
+            // TSL's memory events are instants of no duration, memory and not work:
+            // the memory tables and rows hold them.
+            continue;
+        }
         let (start_ps, end_ps) = line.event_span_ps(e);
         let start = (start_ps.max(0) / 1000) as u64;
         let end = (end_ps.max(start_ps).max(0) / 1000) as u64;
@@ -70,7 +76,7 @@ pub(crate) fn flatten_line<'a>(
             .filter(|_| is_root)
             .and_then(|v| v.as_i64());
         out.push(Flat {
-            name: plane.event_name(e.metadata_id).unwrap_or(""),
+            name,
             start,
             end,
             self_ns: end - start,

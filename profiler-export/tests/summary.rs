@@ -233,3 +233,143 @@ fn without_steps_shares_are_of_the_run() {
     assert_eq!(summary.row("a").expect("a").share, 0.5);
     assert!(summary.steps().is_empty());
 }
+
+/// Memory events on two threads of the host plane, as a tracking allocator and the GPU
+/// tracer write them (times in µs from 1000 ns; steps Train#0 [0, 100), Train#1
+/// [100, 200) on "main"):
+///   host  @ 20: snapshot, 1000 in use                 (forward)
+///   GPU_0 @ 30: +600 at 0xa (forward/attn), 600 in use, 100 reserved
+///   GPU_0 @ 40: +300 at 0xb (forward/mlp),  900 in use, 100 reserved → peak 1000
+///   GPU_0 @ 60: -600 at 0xa,                 300 in use,   0 reserved
+///   host  @ 120: +5000 at 0xc (forward), 6000 in use  → host peak, step 1
+///   GPU_0 @ 130: +200 at 0xd (forward/attn), 500 in use,   0 reserved
+fn with_memory() -> Profile {
+    let mut profile = hand_built().into_xspace();
+    let host = &mut profile.planes[0];
+    let mut names = profiler_core::xspace::Interner::new(host);
+    let mut event = |name: &str, at: i64, stats: &[(&str, XStatValue)]| {
+        let stats = stats
+            .iter()
+            .map(|(k, v)| names.stat(host, k, v.clone()))
+            .collect();
+        XEvent::new(names.event(host, name), at * US, 0).with_stats(stats)
+    };
+    let s = |v: &str| XStatValue::Str(v.to_owned());
+    let i = XStatValue::Int64;
+    let mem = |allocator: &str, reserved: i64, in_use: i64, bytes: i64, addr: i64, op: &str| {
+        vec![
+            (schema::ALLOCATOR_NAME, s(allocator)),
+            (schema::BYTES_RESERVED, i(reserved)),
+            (schema::BYTES_ALLOCATED, i(in_use)),
+            (schema::ALLOCATION_BYTES, i(bytes)),
+            (schema::ADDRESS, i(addr)),
+            (schema::TF_OP, s(op)),
+        ]
+    };
+    let alloc = schema::MEMORY_ALLOCATION;
+    let free = schema::MEMORY_DEALLOCATION;
+    let events = vec![
+        event(alloc, 20, &mem("host", 0, 1000, 0, 0, "forward:forward")),
+        event(
+            alloc,
+            30,
+            &mem("GPU_0", 100, 600, 600, 0xa, "forward/attn:attn"),
+        ),
+        event(
+            alloc,
+            40,
+            &mem("GPU_0", 100, 900, 300, 0xb, "forward/mlp:mlp"),
+        ),
+        event(
+            free,
+            60,
+            &mem("GPU_0", 0, 300, 600, 0xa, "backward:backward"),
+        ),
+        event(
+            alloc,
+            120,
+            &mem("host", 0, 6000, 5000, 0xc, "forward:forward"),
+        ),
+        event(
+            alloc,
+            130,
+            &mem("GPU_0", 0, 500, 200, 0xd, "forward/attn:attn"),
+        ),
+    ];
+    profiler_core::xspace::merge_into_line(host, 3, "worker", events);
+    host.lines.iter_mut().for_each(|l| {
+        if l.id == 3 {
+            // merge_into_line takes profile-relative offsets: put it on main's base.
+            l.timestamp_ns += 1000;
+        }
+    });
+    Profile::new(profile)
+}
+
+#[test]
+fn memory_peaks_per_allocator_step_and_op() {
+    let profile = with_memory();
+    let summary = profile.summary(&SummaryOptions::default());
+    // Memory events are not timed rows.
+    assert!(summary.row(schema::MEMORY_ALLOCATION).is_none());
+    assert!(summary.row(schema::MEMORY_DEALLOCATION).is_none());
+
+    let peaks: Vec<_> = summary
+        .memory()
+        .iter()
+        .map(|p| (p.allocator.as_str(), p.peak_bytes, p.step, p.op.as_str()))
+        .collect();
+    assert_eq!(
+        peaks,
+        [
+            ("GPU_0", 1000, Some(0), "forward/mlp:mlp"),
+            ("host", 6000, Some(1), "forward:forward"),
+        ]
+    );
+    let steps = summary.steps();
+    assert_eq!(steps[0].peak_memory["GPU_0"], 1000);
+    assert_eq!(steps[0].peak_memory["host"], 1000);
+    assert_eq!(steps[1].peak_memory["GPU_0"], 500);
+    assert_eq!(steps[1].peak_host_bytes, Some(6000.0));
+
+    let by_op: Vec<_> = summary
+        .memory_by_op()
+        .iter()
+        .map(|r| {
+            (
+                r.allocator.as_str(),
+                r.op.as_str(),
+                r.held_at_peak,
+                r.peak_bytes,
+                r.blocks,
+                r.allocated_bytes,
+            )
+        })
+        .collect();
+    // At GPU_0's peak (1000 with what the pool reserved, at 40 µs) attn held 600 and
+    // mlp 300; attn's second block came later.
+    assert_eq!(
+        by_op,
+        [
+            ("GPU_0", "forward/attn:attn", 600, 700, 2, 800),
+            ("GPU_0", "forward/mlp:mlp", 300, 1000, 1, 300),
+            ("GPU_0", "backward:backward", 0, 300, 0, 0),
+            ("host", "forward:forward", 5000, 6000, 1, 5000),
+        ]
+    );
+    let table = summary.table();
+    for text in [
+        "Peak GPU_0",
+        "Peak host",
+        "Peak memory by op",
+        "forward/attn:attn",
+        "1000 B",
+        "5.9 KiB",
+    ] {
+        assert!(table.contains(text), "{text} missing from\n{table}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&summary.to_json()).expect("json");
+    assert_eq!(json["memory"][1]["peak_bytes"], 6000);
+    assert_eq!(json["memory_by_op"][0]["held_at_peak"], 600);
+    assert_eq!(json["steps"][0]["peak_memory"]["GPU_0"], 1000);
+}

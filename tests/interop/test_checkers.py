@@ -2,12 +2,13 @@
 """Self-test of the export checkers: each must pass a valid synthetic file and
 fail, with the right message, on broken variants of it.
 
-  python tests/interop/test_checkers.py [--only perfetto,chrome,otlp,agree]
+  python tests/interop/test_checkers.py [--only perfetto,chrome,otlp,agree,memory]
 
 Runs every checker as CI does (a subprocess, same Python; `node` for the
 Chrome checker), so the exit status and the messages are what CI will see.
 Needs `pip install -r tests/interop/requirements-export.txt` and, for the
-Chrome part, `npm ci --prefix tests/interop/chrome_check`. The OTLP part also
+Chrome part, `npm ci --prefix tests/interop/chrome_check`; the memory part
+(`xprof_memory.py`) needs xprof from `requirements.txt`. The OTLP part also
 sends through the OpenTelemetry Python SDK when it is installed (it is not in
 requirements-export.txt); without it, only the built-in raw OTLP/HTTP sender
 is used. No pytest needed. Exit status 0 when every case behaves.
@@ -628,9 +629,96 @@ def test_agree(tmp):
 # --------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------
+# XProf's Memory Profile (xprof_memory.py)
+# --------------------------------------------------------------------------
+
+
+def _vi(field, n):
+    return _varint(field << 3) + _varint(n & (1 << 64) - 1)
+
+
+def memory_space(uint_bytes=False, no_allocator=False):
+    """An XSpace with one /host:CPU line of GPU_0 memory events: 1 MiB allocated
+    under fwd/attn, 2 MiB under fwd/mlp (the peak: 3 MiB), then the first released."""
+    stat_names = ["allocator_name", "bytes_reserved", "bytes_allocated",
+                  "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr",
+                  "tf_op", "GPU_0", "fwd/attn:attn", "fwd/mlp:mlp"]
+    sid = {n: i + 1 for i, n in enumerate(stat_names)}
+
+    def stat(name, kind, value):
+        body = _vi(1, sid[name])
+        if kind == "int":
+            body += _vi(4, value)
+        elif kind == "uint":
+            body += _vi(3, value)
+        else:  # a reference to a stat metadata name
+            body += _vi(7, sid[value])
+        return _ld(4, body)
+
+    def event(kind_id, at_us, in_use, peak, size, addr, op):
+        stats = b"" if no_allocator else stat("allocator_name", "ref", "GPU_0")
+        stats += stat("bytes_reserved", "int", 0)
+        stats += stat("bytes_allocated", "uint" if uint_bytes else "int", in_use)
+        stats += stat("peak_bytes_in_use", "int", peak)
+        stats += stat("requested_bytes", "int", size)
+        stats += stat("allocation_bytes", "int", size)
+        stats += stat("addr", "int", addr)
+        stats += stat("tf_op", "ref", op)
+        return _ld(4, _vi(1, kind_id) + _vi(2, at_us * 1_000_000) + stats)
+
+    mib = 1 << 20
+    line = _vi(1, 1) + _ld(2, b"main") + _vi(3, 1000) + b"".join([
+        event(1, 10, mib, mib, mib, 0x1000, "fwd/attn:attn"),
+        event(1, 20, 3 * mib, 3 * mib, 2 * mib, 0x2000, "fwd/mlp:mlp"),
+        event(2, 30, 2 * mib, 3 * mib, mib, 0x1000, "fwd/attn:attn"),
+    ])
+    plane = _vi(1, 49) + _ld(2, b"/host:CPU") + _ld(3, line)
+    for i, name in enumerate(["MemoryAllocation", "MemoryDeallocation"], 1):
+        plane += _ld(4, _vi(1, i) + _ld(2, _vi(1, i) + _ld(2, name.encode())))
+    for name, i in sid.items():
+        plane += _ld(5, _vi(1, i) + _ld(2, _vi(1, i) + _ld(2, name.encode())))
+    return _ld(1, plane)
+
+
+def test_memory(tmp):
+    checker = [PY, os.path.join(HERE, "xprof_memory.py")]
+
+    def write(name, data):
+        path = os.path.join(tmp, name + ".xplane.pb")
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def summary(peak):
+        path = os.path.join(tmp, f"summary_{peak}.json")
+        with open(path, "w") as f:
+            json.dump({"memory": [{"allocator": "GPU_0", "peak_bytes": peak}]}, f)
+        return path
+
+    good = write("memory", memory_space())
+    expect = ["--expect-allocator", "GPU_0", "--min-timeline", "GPU_0=2",
+              "--expect-largest", "GPU_0=fwd/mlp:mlp,fwd/attn:attn"]
+    run_case("memory: valid profile passes", checker + [
+        "--xplane", good, "--summary-json", summary(3 << 20)] + expect, 0)
+    run_case("memory: a peak other than the summary's fails", checker + [
+        "--xplane", good, "--summary-json", summary(2 << 20)], 1, "is not the summary's")
+    run_case("memory: blocks in another order fail", checker + [
+        "--xplane", good, "--expect-largest", "GPU_0=fwd/attn:attn"], 1,
+        "largest blocks at its peak")
+    run_case("memory: a missing allocator fails", checker + [
+        "--xplane", good, "--expect-allocator", "host"], 1, "allocator host is not")
+    run_case("memory: a uint64 stat fails", checker + [
+        "--xplane", write("uint", memory_space(uint_bytes=True))], 1,
+        "bytes_allocated is uint64; XProf reads it as int64")
+    run_case("memory: an event without its allocator fails", checker + [
+        "--xplane", write("anonymous", memory_space(no_allocator=True))], 1,
+        "names no allocator")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="perfetto,chrome,otlp,agree",
+    ap.add_argument("--only", default="perfetto,chrome,otlp,agree,memory",
                     help="comma-separated parts to run (default: all)")
     # Sender modes, run by otlp_rotel.py as its COMMAND.
     ap.add_argument("--send-raw", nargs=2, metavar=("URL", "SCENARIO"), help=argparse.SUPPRESS)
@@ -652,6 +740,8 @@ def main() -> int:
             test_otlp(tmp)
         if "agree" in parts:
             test_agree(tmp)
+        if "memory" in parts:
+            test_memory(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     failed = [n for n, ok, _ in results if not ok]

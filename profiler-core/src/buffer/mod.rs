@@ -34,5 +34,6 @@ pub(crate) use registry::{begin_session, buffers};
 #[cfg(feature = "tracing")]
 pub(crate) use writer::close_span_at_end;
 pub(crate) use writer::{
-    add_field, begin_event_with, end_event, instant_event, sample, span_event, this_line,
+    add_field, begin_event_with, end_event, instant_event, instant_event_with, sample, span_event,
+    this_line,
 };

@@ -384,28 +384,32 @@ impl Writer {
     /// fields `trace!` names are known before the event starts, and writing them as
     /// separate records paid the gate, the session check, the budget and the publish
     /// again for each (half of what a field cost on an Intel Xeon).
+    ///
+    /// An `instant` event ends where it starts (`instant` is a constant at every call,
+    /// so the annotation's path keeps its open end without a test).
     #[inline(always)]
     fn push_event_with<const N: usize>(
         &self,
         name: &'static str,
         fields: &[(&'static str, Value<'_>); N],
+        instant: bool,
     ) -> Option<EventRef> {
         let slots = 1 + fields.iter().map(|(_, v)| field_slots(v)).sum::<u64>();
         if !self.reserve(slots) {
             // Short of room for all: the event and each field take what is left, one
             // record at a time, as they would have been written apart.
-            return self.push_event_apart(name, fields);
+            return self.push_event_apart(name, fields, instant);
         }
         let seq = self.seq.get();
         self.announce(seq + slots);
         let pos = self.pos.get();
         if N > 0 && slots == 1 + N as u64 && pos + 1 + N <= CHUNK_SLOTS {
-            return Some(self.push_event_in_chunk(name, fields, seq, pos));
+            return Some(self.push_event_in_chunk(name, fields, seq, pos, instant));
         }
         let slot = self.next_slot();
         self.head(seq);
         let start = crate::clock::now();
-        slot.write(event_words(name, start, 0));
+        slot.write(event_words(name, start, end_of(start, instant)));
         let mut next = seq + 1;
         for (key, value) in fields {
             next = self.write_field(next, seq, key, *value);
@@ -427,6 +431,7 @@ impl Writer {
         fields: &[(&'static str, Value<'_>); N],
         seq: u64,
         pos: usize,
+        instant: bool,
     ) -> EventRef {
         self.pos.set(pos + 1 + N);
         self.budget.set(self.budget.get() - (1 + N as u64));
@@ -438,7 +443,7 @@ impl Writer {
         // The event is the first record of the chunk if any of the record's is.
         self.head(seq);
         let start = crate::clock::now();
-        slot.write(event_words(name, start, 0));
+        slot.write(event_words(name, start, end_of(start, instant)));
         for (i, (key, value)) in fields.iter().enumerate() {
             chunk.slots[pos + 1 + i].write(field_words(key, seq, *value));
         }
@@ -452,8 +457,9 @@ impl Writer {
         &self,
         name: &'static str,
         fields: &[(&'static str, Value<'_>)],
+        instant: bool,
     ) -> Option<EventRef> {
-        let event = self.push_event(name, false, None)?;
+        let event = self.push_event(name, instant, None)?;
         for (key, value) in fields {
             self.push_field(event.seq(), key, *value);
         }
@@ -500,6 +506,17 @@ impl Writer {
             seq += 1;
         }
         seq
+    }
+}
+
+/// The end ticks of an event starting at `start`: its start for an instant (never 0,
+/// which means open), 0 for an event left open.
+#[inline(always)]
+fn end_of(start: u64, instant: bool) -> u64 {
+    if instant {
+        start.max(1)
+    } else {
+        0
     }
 }
 
@@ -564,7 +581,16 @@ pub(crate) fn begin_event_with<const N: usize>(
     name: &'static str,
     fields: &[(&'static str, Value<'_>); N],
 ) -> Option<EventRef> {
-    writer().push_event_with(name, fields)
+    writer().push_event_with(name, fields, false)
+}
+
+/// Records an instant event named `name` on this thread with its `fields`, written
+/// with the event in one go; dropped (and counted) as [`begin_event_with`]'s are.
+pub(crate) fn instant_event_with<const N: usize>(
+    name: &'static str,
+    fields: &[(&'static str, Value<'_>); N],
+) {
+    writer().push_event_with(name, fields, true);
 }
 
 /// Records a zero-duration event named `name` on this thread; fields may still be

@@ -9,7 +9,7 @@ use crate::buffer::Record;
 use crate::clock::TickScale;
 use crate::field::OwnedValue;
 use crate::schema;
-use crate::tags::{CLOSED, OBJECT_OF, POLL_OF};
+use crate::tags::{MemoryEvent, CLOSED, MEMORY_OF, OBJECT_OF, POLL_OF};
 use crate::xspace::{ps, sort_events, PlaneBuilder, Stats, XEvent, XLine, XStat, XStatValue};
 
 /// Event names and field keys are `&'static str`s: most records share a few
@@ -99,6 +99,8 @@ pub(super) struct LineBuilder<'a> {
     pub(super) samples: Vec<(i64, &'static str, f64)>,
     /// Profiling objects recorded on this thread: (index in `events`, domain tag).
     pub(super) objects: Vec<(usize, u64)>,
+    /// The tracking allocator's memory events: (index in `events`, what it records).
+    pub(super) memory: Vec<(usize, MemoryEvent)>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -119,6 +121,7 @@ impl<'a> LineBuilder<'a> {
             closing: None,
             samples: Vec::new(),
             objects: Vec::new(),
+            memory: Vec::new(),
         }
     }
 
@@ -182,6 +185,11 @@ impl<'a> LineBuilder<'a> {
                         }
                     }
                     (OBJECT_OF, OwnedValue::U64(tag)) => self.objects.push((i, tag)),
+                    (MEMORY_OF, OwnedValue::U64(tag)) => {
+                        if let Some(kind) = MemoryEvent::from_tag(tag) {
+                            self.memory.push((i, kind));
+                        }
+                    }
                     (key, value) => {
                         let id = names.stat_id(plane, key);
                         let stats = &mut self.events[i].stats;

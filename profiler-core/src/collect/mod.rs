@@ -1,12 +1,14 @@
 //! Collection: thread buffers of one session → an [`XSpace`].
 
 //!
-//! Bottom up: [`line`](mod@line) builds each thread's line from its records, [`tasks`] turns
-//! the polls of async tasks into lifetimes and flows, [`domains`] moves profiling
-//! objects to their domains' lines; this module puts the plane together.
+//! Bottom up: [`line`](mod@line) builds each thread's line from its records, [`memory`]
+//! finishes the tracking allocator's memory events there, [`tasks`] turns the polls of
+//! async tasks into lifetimes and flows, [`domains`] moves profiling objects to their
+//! domains' lines; this module puts the plane together.
 
 mod domains;
 mod line;
+mod memory;
 mod seqs;
 mod tasks;
 
@@ -45,6 +47,7 @@ pub(crate) fn collect(
         };
         dropped.events += lost.events;
         dropped.fields += lost.fields;
+        memory::finish(&mut line, &mut host);
         builders.push(line);
         ids.push((buf.line_id, buf.name.as_str()));
     }

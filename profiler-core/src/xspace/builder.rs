@@ -65,6 +65,11 @@ impl PlaneBuilder {
         id
     }
 
+    /// The event name interned as `id`.
+    pub fn event_name(&self, id: i64) -> Option<&str> {
+        self.plane.event_metadata.get(&id).map(|m| m.name.as_str())
+    }
+
     /// The metadata id of stat name `name`, if already interned.
     pub fn find_stat_metadata_id(&self, name: &str) -> Option<i64> {
         self.stats.get(name).copied()

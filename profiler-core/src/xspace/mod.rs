@@ -10,12 +10,15 @@
 //! plane in [`XEventMetadata`] / [`XStatMetadata`] maps keyed by id; [`PlaneBuilder`]
 //! does that interning for a plane made from scratch, [`Interner`] for one that
 //! already has metadata, and [`merge_into_line`] adds events to an existing line.
+//! [`tf_op`] spells a stack of annotations as the op XProf files work under.
 
 mod builder;
 mod edit;
 mod event_encoding;
 mod model;
+mod ops;
 
 pub use builder::PlaneBuilder;
 pub use edit::{merge_into_line, Interner};
 pub use model::*;
+pub use ops::tf_op;

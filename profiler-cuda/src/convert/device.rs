@@ -18,11 +18,12 @@ use crate::stats::{
 
 use super::graphs::Graphs;
 use super::host::LaunchedIn;
+use super::memory::Change;
 
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
 pub const GPU_PLANE_BASE_ID: i64 = 1;
 
-/// Adds a plane per GPU of `trace` to `space`; `launched_in` gives, per correlation
+/// Adds a plane per GPU of `trace` to `space` (`memory`: its device memory changes); `launched_in` gives, per correlation
 /// id, the annotations and step each launch ran under, `nvtx_ranges` its innermost
 /// NVTX range, and `graphs` what the nodes of CUDA graphs were captured under.
 pub(super) fn add_planes(
@@ -32,6 +33,7 @@ pub(super) fn add_planes(
     launched_in: &HashMap<u32, LaunchedIn>,
     nvtx_ranges: &HashMap<u32, String>,
     graphs: &Graphs,
+    memory: &[Change],
 ) {
     let mut planes: BTreeMap<u32, DevicePlane> = BTreeMap::new();
     for device in &trace.devices {
@@ -131,7 +133,7 @@ pub(super) fn add_planes(
                 nvtx_ranges.get(&at.correlation_id),
             );
     }
-    add_memory_in_use(trace, &mut planes, to_session_ns);
+    add_memory_in_use(memory, &mut planes, to_session_ns);
     for sample in &trace.pm_samples {
         let (Some(metric), Some(at)) = (
             trace.pm_metrics.get(sample.metric),
@@ -158,64 +160,21 @@ pub(super) fn add_planes(
         .extend(planes.into_values().map(DevicePlane::build));
 }
 
-/// `CUpti_ActivityMemoryKind`s that live on the device: device, array, device static.
-/// Pageable and pinned host memory, and managed memory, are left out.
-fn on_device(memory_kind: u32) -> bool {
-    matches!(memory_kind, 3 | 4 | 6)
-}
-
-/// Per device, a running total of device memory in use: allocations add, releases
-/// subtract the size allocated at their address, in timestamp order. A release of a
-/// block whose allocation was not recorded (made before the session, or dropped) is
-/// left out, as are other operation types and host memory.
+/// Per device, the bytes of device memory in use after each of `memory`'s changes, as
+/// samples of its plane's [`DEVICE_BYTES_IN_USE`] counter.
 fn add_memory_in_use(
-    trace: &DeviceTrace,
+    memory: &[Change],
     planes: &mut BTreeMap<u32, DevicePlane>,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
 ) {
-    use crate::layout::memory_operation::{ALLOCATION, RELEASE};
-    let mut ops: Vec<_> = trace
-        .activities
-        .iter()
-        .filter_map(|a| match a {
-            Activity::Memory {
-                operation,
-                memory_kind,
-                address,
-                bytes,
-                timestamp,
-                at,
-            } if on_device(*memory_kind) && (*operation == ALLOCATION || *operation == RELEASE) => {
-                Some((*timestamp, at.device_id, *operation, *address, *bytes))
-            }
-            _ => None,
-        })
-        .collect();
-    ops.sort_by_key(|op| op.0);
-    let mut live: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut in_use: HashMap<u32, u64> = HashMap::new();
-    for (timestamp, device, operation, address, bytes) in ops {
-        let total = in_use.entry(device).or_default();
-        if operation == ALLOCATION {
-            *total = total.saturating_add(bytes);
-            if let Some(old) = live.insert((device, address), bytes) {
-                // Its release was not recorded: the block at this address is the new one.
-                *total = total.saturating_sub(old);
-            }
-        } else {
-            let Some(allocated) = live.remove(&(device, address)) else {
-                continue;
-            };
-            *total = total.saturating_sub(allocated);
-        }
-        let Some(at) = to_session_ns(timestamp) else {
+    for change in memory {
+        let Some(at) = to_session_ns(change.timestamp) else {
             continue;
         };
-        let value = *total as f64;
         planes
-            .entry(device)
-            .or_insert_with(|| DevicePlane::new(device))
-            .counter(DEVICE_BYTES_IN_USE, at, value);
+            .entry(change.device)
+            .or_insert_with(|| DevicePlane::new(change.device))
+            .counter(DEVICE_BYTES_IN_USE, at, change.in_use as f64);
     }
 }
 

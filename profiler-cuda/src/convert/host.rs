@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
 use profiler_core::xspace::{
-    merge_into_line, ps, Interner, Stats, XEvent, XPlane, XSpace, XStatValue,
+    merge_into_line, ps, tf_op, Interner, Stats, XEvent, XPlane, XSpace, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace};
@@ -30,7 +30,8 @@ pub(super) struct LaunchedIn {
 
 /// What the host side found out for the device side.
 pub(super) struct Launches {
-    /// Per correlation id of an API call that launched device work, what it ran under.
+    /// Per correlation id of an API call that launched device work (or allocated
+    /// device memory), what it ran under.
     pub(super) launched_in: HashMap<u32, LaunchedIn>,
     /// Launches whose annotation was left off, over `gpu_max_annotation_strings`.
     pub(super) unannotated: u64,
@@ -43,7 +44,8 @@ pub(super) struct Launches {
 }
 
 /// Puts `trace`'s API calls that matter on the host plane of `space` (all of them
-/// with [`DeviceTrace::all_api_calls`]) and finds what each launch was annotated
+/// with [`DeviceTrace::all_api_calls`]) and finds what each launch, and each call in
+/// `allocating` (those that allocated or released device memory), was annotated
 /// with (in `scopes`, the host plane's events before the calls joined them). A call
 /// that launched device work is always kept, whatever its name, and is the only kind
 /// that carries a `correlation_id` (the others would draw flow arrows with one end);
@@ -53,6 +55,7 @@ pub(super) fn add_api_calls(
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched: &HashSet<u32>,
+    allocating: &HashSet<u32>,
     scopes: &HostScopes,
     graph_of_launch: &HashMap<u32, u32>,
 ) -> Launches {
@@ -97,7 +100,8 @@ pub(super) fn add_api_calls(
             continue;
         };
         let launches = launched.contains(correlation_id);
-        if !(launches || trace.all_api_calls || api_recorded_by_default(name)) {
+        let allocates = allocating.contains(correlation_id);
+        if !(launches || allocates || trace.all_api_calls || api_recorded_by_default(name)) {
             *out.api_left_out.entry(name.clone()).or_default() += 1;
             continue;
         }
@@ -106,7 +110,7 @@ pub(super) fn add_api_calls(
         };
         let scope = external.get(correlation_id);
         if let Some(found) = scope
-            .filter(|_| launches)
+            .filter(|_| launches || allocates)
             .and_then(|s| scopes.enclosing(s.line, ps(start)))
         {
             // The cap counts the distinct strings device work carries.
@@ -157,54 +161,6 @@ pub(super) fn add_api_calls(
         space.planes[h] = plane;
     }
     out
-}
-
-/// XProf's `tf_op` for device work launched inside `scopes` (annotation names,
-/// outermost first): the names joined by `/`, then `:` and the innermost name as
-/// the op type, e.g. `["block", "attn"]` → `block/attn:attn`. XProf parses it as a
-/// JAX-style op (`TfOp{name: "block/attn", type: "attn"}`): Kernel Stats' op name is
-/// `block/attn`, Framework Op Stats has a device row for it of type `attn`, and the
-/// GPU plane gets "Framework Name Scope" (`block`) and "Framework Ops" (`attn`) lines.
-///
-/// Characters XProf's op-name pattern does not take (`[A-Za-z0-9_.>-]`, as `/` and
-/// `:` separate scopes and type) become `_`, so one annotation is one scope level;
-/// the type keeps `[A-Za-z0-9_]`, and is lowercased where it would otherwise parse as
-/// neither a TensorFlow type (`MatMul`) nor a JAX one (`attn`), so the whole string
-/// always parses as an op rather than XProf's "unknown".
-fn tf_op(scopes: &[&str]) -> Option<String> {
-    let segments: Vec<String> = scopes
-        .iter()
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '>' | '-') {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let innermost = scopes.iter().rev().find(|s| !s.is_empty())?;
-    let name = segments.join("/");
-    // TensorFlow's name pattern; a JAX-style op has none.
-    let tf_name = name.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.');
-    let mut ty: String = innermost
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let tf_type = ty.starts_with(|c: char| c.is_ascii_uppercase() || c == '_');
-    let jax_type = ty.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && !ty.contains(|c: char| c.is_ascii_uppercase());
-    if !(jax_type || (tf_type && tf_name)) {
-        ty.make_ascii_lowercase();
-        if ty.starts_with(|c: char| c.is_ascii_digit()) {
-            ty.insert(0, '_');
-        }
-    }
-    Some(format!("{name}:{ty}"))
 }
 
 /// One host event that may enclose a launch.
@@ -312,39 +268,6 @@ impl HostScopes {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tf_op_joins_the_stack_and_types_it_with_the_innermost_name() {
-        assert_eq!(
-            tf_op(&["block", "attn"]).as_deref(),
-            Some("block/attn:attn")
-        );
-        assert_eq!(tf_op(&["attn"]).as_deref(), Some("attn:attn"));
-        assert_eq!(tf_op(&[]), None);
-        assert_eq!(tf_op(&[""]), None);
-        // A TensorFlow-style type stays as it is.
-        assert_eq!(
-            tf_op(&["model", "dense", "MatMul"]).as_deref(),
-            Some("model/dense/MatMul:MatMul")
-        );
-        // Characters XProf's patterns do not take.
-        assert_eq!(
-            tf_op(&["encoder/layer 0", "attn-softmax"]).as_deref(),
-            Some("encoder_layer_0/attn-softmax:attn_softmax")
-        );
-        assert_eq!(tf_op(&["a:b", "x#1"]).as_deref(), Some("a_b/x_1:x_1"));
-        // Mixed case, or a leading digit, would parse as neither kind of type.
-        assert_eq!(
-            tf_op(&["layerNorm"]).as_deref(),
-            Some("layerNorm:layernorm")
-        );
-        assert_eq!(tf_op(&["1x1"]).as_deref(), Some("1x1:_1x1"));
-        // A name TensorFlow's pattern refuses needs a JAX-style type.
-        assert_eq!(
-            tf_op(&["_private", "Dense"]).as_deref(),
-            Some("_private/Dense:dense")
-        );
-    }
 
     fn plane_with(events: &[(&str, i64, i64, Option<i64>)]) -> XPlane {
         use profiler_core::xspace::PlaneBuilder;

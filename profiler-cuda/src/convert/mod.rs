@@ -1,5 +1,6 @@
 //! Activity records → XPlanes, as XProf reads TensorFlow's and JAX's GPU profiles: a
-//! pure function of the records, tested without a GPU.
+//! function of the records alone, tested without a GPU (its one effect beyond the
+//! space it fills: the device memory it saw goes to `profiler_core::memory`).
 //!
 //! - one plane `/device:GPU:<n>` per device, with TSL's device capability stats, and
 //!   one line per stream (`Stream #<id>(<kinds>)`, id = the stream id);
@@ -17,8 +18,12 @@
 //!   the step, `block/attn:attn`: XProf's op for Kernel Stats, Framework Op Stats and
 //!   the GPU plane's derived lines), the innermost one as its `annotation` stat, and
 //!   the enclosing step's number as `host_step_num`;
-//! - per device, the bytes of device memory in use, from CUPTI's memory records, as
-//!   samples of the [`DEVICE_BYTES_IN_USE`] counter on the plane's `_counters_` line;
+//! - every allocation and release of device memory (CUPTI's memory records) as an
+//!   XProf memory event of allocator `GPU_<n>` on the host line of the thread that made
+//!   it, named by the annotations open there (XProf's Memory Profile), and per device
+//!   the bytes in use as samples of the [`DEVICE_BYTES_IN_USE`] counter on the
+//!   plane's `_counters_` line; what the trace saw also feeds
+//!   `profiler_core::memory::gpu`;
 //! - with `gpu_enable_nvtx_tracking`, NVTX ranges and marks (CUPTI's marker records:
 //!   a start and an end paired by id) as host events on a line per thread,
 //!   `NVTX (thread <tid>)`, named by their message with their NVTX domain as the
@@ -27,12 +32,13 @@
 //!   work. Ranges with one end outside the session are left out.
 
 //!
-//! `host` does the host side, `nvtx` the NVTX ranges, `device` the planes; the stat
-//! names are in [`crate::stats`].
+//! `host` does the host side, `nvtx` the NVTX ranges, `memory` the device memory,
+//! `device` the planes; the stat names are in [`crate::stats`].
 
 mod device;
 mod graphs;
 mod host;
+mod memory;
 mod nvtx;
 
 use std::collections::{BTreeMap, HashSet};
@@ -184,8 +190,10 @@ fn only_devices(trace: &DeviceTrace, n: u32) -> (DeviceTrace, u32) {
     (out, left_out)
 }
 
-/// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings; returns
-/// what became of the API calls. `to_session_ns` maps a record timestamp to
+/// Adds `trace` to `space`: GPU planes, API calls and memory events on host lines,
+/// warnings; returns what became of the API calls. The device memory allocated and
+/// released is also handed to `profiler_core::memory` (allocators `GPU_<n>`), once per
+/// call: convert a trace once. `to_session_ns` maps a record timestamp to
 /// nanoseconds since the session start (`None` outside the session: such records
 /// are left out).
 pub fn add_to_space(
@@ -214,6 +222,8 @@ pub fn add_to_space(
         _ => trace,
     };
     let launched = launched(trace);
+    let blocks = memory::blocks(trace);
+    let allocating = blocks.iter().map(|b| b.correlation_id()).collect();
     // The host's annotations before the API calls join its lines.
     let scopes = host::HostScopes::of_space(space);
     let graphs = graphs::Graphs::new(trace, &scopes, to_session_ns);
@@ -222,11 +232,15 @@ pub fn add_to_space(
         space,
         to_session_ns,
         &launched,
+        &allocating,
         &scopes,
         &graphs.graph_of_launch(),
     );
     // After the API calls: the annotation stacks of launches are the host's own.
     let nvtx_ranges = nvtx::add_ranges(trace, space, to_session_ns, &launched);
+    let changes = memory::changes(&blocks);
+    memory::add_events(trace, &changes, space, to_session_ns, &launches.launched_in);
+    memory::publish(&blocks);
     device::add_planes(
         trace,
         space,
@@ -234,6 +248,7 @@ pub fn add_to_space(
         &launches.launched_in,
         &nvtx_ranges,
         &graphs,
+        &changes,
     );
     let (unannotated, annotation_limit) = (launches.unannotated, launches.annotation_limit);
     let mut calls = ApiCalls {

@@ -24,8 +24,17 @@
 //! annotations; the profiler's own lines (counters, pauses, async task lifetimes) do
 //! not. Self time is an event's duration minus that of the events nested directly
 //! inside it on the same line.
+//!
+//! Where the profile holds XProf memory events (a `TrackingAllocator`'s, the GPU
+//! tracer's, TensorFlow's or JAX's allocators), the summary also gives each
+//! allocator's peak ([`Summary::memory`]), its peak in each step
+//! ([`StepRow::peak_memory`]) and, per op, the bytes held at that peak and the highest
+//! bytes in use while the op allocated ([`Summary::memory_by_op`]).
 
+mod memory;
 mod render;
+
+pub use memory::{MemoryByOp, MemoryPeak};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -163,24 +172,31 @@ impl SummaryRow {
     }
 }
 
-/// One training step: its duration and, when a `TrackingAllocator` ran, the peak of
-/// host memory in use during it.
+/// One training step: its duration and, when memory was tracked, the peak of each
+/// allocator's memory in use during it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepRow {
     /// Step number.
     pub step: i64,
     /// Duration, ns (the longest step event of that number).
     pub duration_ns: u64,
-    /// Highest `host_bytes_in_use` sample during the step, if any was taken.
+    /// Highest host memory in use during the step (the `host` allocator's memory
+    /// events, or else the `host_bytes_in_use` counter), if any was recorded.
     pub peak_host_bytes: Option<f64>,
+    /// Per allocator (`host`, `GPU_0`, ...), the highest bytes in use at its memory
+    /// events during the step.
+    pub peak_memory: BTreeMap<String, u64>,
 }
 
-/// A profile's summary: rows sorted and limited as asked, plus its steps.
+/// A profile's summary: rows sorted and limited as asked, plus its steps and memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
     rows: Vec<SummaryRow>,
     steps: Vec<StepRow>,
+    memory: Vec<MemoryPeak>,
+    memory_by_op: Vec<MemoryByOp>,
     options_group: GroupBy,
+    limit: Option<usize>,
 }
 
 impl Summary {
@@ -209,6 +225,19 @@ impl Summary {
             add_step_rows(&my_steps, profile, &mut step_rows);
             events.push(mine);
             steps.push(my_steps);
+        }
+        let spans: Vec<Vec<(i64, u64, u64)>> = steps
+            .iter()
+            .map(|s| s.iter().map(|s| (s.step, s.start, s.end)).collect())
+            .collect();
+        let memory = memory::Memory::of(profiles, &spans);
+        for (step, peaks) in memory.step_peaks {
+            if let Some(row) = step_rows.get_mut(&step) {
+                if let Some(&host) = peaks.get(schema::HOST_ALLOCATOR) {
+                    row.peak_host_bytes = Some(host as f64);
+                }
+                row.peak_memory = peaks;
+            }
         }
 
         let mut groups: HashMap<(Option<i64>, &str), SummaryRow> = HashMap::new();
@@ -286,8 +315,22 @@ impl Summary {
         Summary {
             rows,
             steps: step_rows.into_values().collect(),
+            memory: memory.peaks,
+            memory_by_op: memory.by_op,
             options_group: options.group_by,
+            limit: options.limit,
         }
+    }
+
+    /// Each allocator's peak over the profile, by allocator name.
+    pub fn memory(&self) -> &[MemoryPeak] {
+        &self.memory
+    }
+
+    /// Per allocator and op, what the op held at the allocator's peak and the highest
+    /// bytes in use at its memory events; most held first within each allocator.
+    pub fn memory_by_op(&self) -> &[MemoryByOp] {
+        &self.memory_by_op
     }
 
     /// The rows, sorted and limited as asked.
@@ -365,6 +408,7 @@ fn add_step_rows(steps: &[StepSpan], profile: &Profile, rows: &mut BTreeMap<i64,
             step: s.step,
             duration_ns: 0,
             peak_host_bytes: None,
+            peak_memory: BTreeMap::new(),
         });
         row.duration_ns = row.duration_ns.max(s.end - s.start);
         row.peak_host_bytes = match (row.peak_host_bytes, peak) {

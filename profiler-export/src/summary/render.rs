@@ -3,12 +3,14 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
+use profiler_core::schema;
+
 use super::{GroupBy, Summary, SummaryRow};
 use crate::units::{bytes, duration};
 
 impl Summary {
-    /// The rows as an aligned table (and the steps after them, with their peak host
-    /// memory when it was tracked).
+    /// The rows as an aligned table; after them the steps, with each allocator's peak
+    /// memory in each when it was tracked, then each allocator's peak and its ops.
     pub fn table(&self) -> String {
         let by_step = self.options_group == GroupBy::Step;
         let mut table = Table::new();
@@ -49,28 +51,125 @@ impl Summary {
             }
         }
         let mut out = table.to_string();
-        if self.steps.iter().any(|s| s.peak_host_bytes.is_some()) {
-            let mut steps = Table::new();
-            steps.load_preset(UTF8_FULL_CONDENSED).set_header([
-                "Step",
-                "Duration",
-                "Peak host memory",
-            ]);
-            for s in &self.steps {
-                steps.add_row([
-                    s.step.to_string(),
-                    duration(s.duration_ns),
-                    s.peak_host_bytes.map_or_else(|| "-".to_owned(), bytes),
-                ]);
-            }
+        if let Some(steps) = self.steps_table() {
             out.push('\n');
-            out.push_str(&steps.to_string());
+            out.push_str(&steps);
+        }
+        if let Some(memory) = self.memory_table() {
+            out.push('\n');
+            out.push_str(&memory);
         }
         out
     }
 
-    /// The rows and steps as JSON: `{"share_of": .., "rows": [..], "steps": [..]}`, times
-    /// in nanoseconds.
+    /// The steps with their peak memory per allocator, when any was tracked.
+    fn steps_table(&self) -> Option<String> {
+        let mut allocators: Vec<&str> = Vec::new();
+        for s in &self.steps {
+            for name in s.peak_memory.keys() {
+                if !allocators.contains(&name.as_str()) {
+                    allocators.push(name);
+                }
+            }
+        }
+        allocators.sort_by_key(|a| (*a != schema::HOST_ALLOCATOR, *a));
+        // A profile with only the host's counter track (no memory events).
+        let counter_only = allocators.is_empty();
+        if counter_only && self.steps.iter().all(|s| s.peak_host_bytes.is_none()) {
+            return None;
+        }
+        let mut table = Table::new();
+        let mut header = vec!["Step".to_owned(), "Duration".to_owned()];
+        if counter_only {
+            header.push("Peak host memory".to_owned());
+        }
+        header.extend(allocators.iter().map(|a| format!("Peak {a} memory")));
+        table.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+        for s in &self.steps {
+            let mut row = vec![s.step.to_string(), duration(s.duration_ns)];
+            if counter_only {
+                row.push(s.peak_host_bytes.map_or_else(|| "-".to_owned(), bytes));
+            }
+            for a in &allocators {
+                row.push(
+                    s.peak_memory
+                        .get(*a)
+                        .map_or_else(|| "-".to_owned(), |&b| bytes(b as f64)),
+                );
+            }
+            table.add_row(row);
+        }
+        Some(table.to_string())
+    }
+
+    /// Each allocator's peak, then its ops by what they held at that peak (the first
+    /// `limit` of each allocator).
+    fn memory_table(&self) -> Option<String> {
+        if self.memory.is_empty() {
+            return None;
+        }
+        let mut peaks = Table::new();
+        peaks.load_preset(UTF8_FULL_CONDENSED).set_header([
+            "Allocator",
+            "Peak memory",
+            "Step",
+            "Op at peak",
+        ]);
+        for p in &self.memory {
+            peaks.add_row([
+                p.allocator.clone(),
+                bytes(p.peak_bytes as f64),
+                p.step.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+                p.op.clone(),
+            ]);
+        }
+        let mut ops = Table::new();
+        ops.load_preset(UTF8_FULL_CONDENSED).set_header([
+            "Allocator",
+            "Peak memory by op",
+            "Held at peak",
+            "Peak in use",
+            "Blocks",
+            "Allocated",
+        ]);
+        let mut shown: Option<(&str, usize)> = None;
+        for row in &self.memory_by_op {
+            let n = match shown {
+                Some((a, n)) if a == row.allocator => n + 1,
+                _ => 1,
+            };
+            shown = Some((&row.allocator, n));
+            if self.limit.is_some_and(|limit| n > limit) {
+                continue;
+            }
+            ops.add_row([
+                row.allocator.clone(),
+                row.op.clone(),
+                bytes(row.held_at_peak as f64),
+                bytes(row.peak_bytes as f64),
+                row.blocks.to_string(),
+                bytes(row.allocated_bytes as f64),
+            ]);
+        }
+        for table in [&mut peaks, &mut ops] {
+            for i in 1..table.column_count() {
+                if let Some(column) = table.column_mut(i) {
+                    column.set_cell_alignment(CellAlignment::Right);
+                }
+            }
+        }
+        if let Some(column) = ops.column_mut(1) {
+            column.set_cell_alignment(CellAlignment::Left);
+        }
+        if let Some(column) = peaks.column_mut(3) {
+            column.set_cell_alignment(CellAlignment::Left);
+        }
+        Some(format!("{peaks}\n{ops}"))
+    }
+
+    /// The rows, steps and memory as JSON: `{"share_of": .., "rows": [..], "steps":
+    /// [..], "memory": [..], "memory_by_op": [..]}`, times in nanoseconds, memory in
+    /// bytes.
     pub fn to_json(&self) -> String {
         let rows: Vec<_> = self
             .rows
@@ -97,10 +196,44 @@ impl Summary {
                     "step": s.step,
                     "duration_ns": s.duration_ns,
                     "peak_host_bytes": s.peak_host_bytes,
+                    "peak_memory": s.peak_memory,
                 })
             })
             .collect();
-        serde_json::json!({ "share_of": self.share_of(), "rows": rows, "steps": steps }).to_string()
+        let memory: Vec<_> = self
+            .memory
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "allocator": p.allocator,
+                    "peak_bytes": p.peak_bytes,
+                    "step": p.step,
+                    "op": p.op,
+                })
+            })
+            .collect();
+        let by_op: Vec<_> = self
+            .memory_by_op
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "allocator": r.allocator,
+                    "op": r.op,
+                    "held_at_peak": r.held_at_peak,
+                    "peak_bytes": r.peak_bytes,
+                    "blocks": r.blocks,
+                    "allocated_bytes": r.allocated_bytes,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "share_of": self.share_of(),
+            "rows": rows,
+            "steps": steps,
+            "memory": memory,
+            "memory_by_op": by_op,
+        })
+        .to_string()
     }
 
     /// The rows as CSV with a header line, times in nanoseconds.
