@@ -17,6 +17,12 @@ pub(super) const RECORD_KINDS: [cupti::CUpti_ActivityKind; 3] = [
 pub(super) const GRAPH_TRACE_KIND: cupti::CUpti_ActivityKind =
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
 
+/// Memory pools' records: nothing reads them, but CUPTI may fill a stream-ordered
+/// allocation's pool configuration (its reserved bytes) in `MEMORY2` records only while
+/// they are on. Enabled with [`MEMORY_KIND`], its failure ignored.
+pub(super) const MEMORY_POOL_KIND: cupti::CUpti_ActivityKind =
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+
 /// Enabled apart from [`RECORD_KINDS`]: failing to enable it does not fail the tracer.
 pub(super) const MEMORY_KIND: cupti::CUpti_ActivityKind =
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMORY2;
@@ -38,6 +44,8 @@ pub(super) fn disable_all() {
     }
     // SAFETY: as above.
     let _ = unsafe { cupti::cuptiActivityDisable(MEMORY_KIND) };
+    // SAFETY: as above.
+    let _ = unsafe { cupti::cuptiActivityDisable(MEMORY_POOL_KIND) };
     // SAFETY: as above.
     let _ = unsafe { cupti::cuptiActivityDisable(MARKER_KIND) };
     // SAFETY: as above.

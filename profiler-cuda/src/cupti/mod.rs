@@ -381,7 +381,11 @@ impl Cupti for Live {
                 }
                 Ok(())
             }
-            Records::Memory => enable(enable::MEMORY_KIND).map_err(|e| {
+            Records::Memory => {
+                let _ = enable(enable::MEMORY_POOL_KIND);
+                enable(enable::MEMORY_KIND)
+            }
+            .map_err(|e| {
                 format!("prof: no device memory records: cuptiActivityEnable({:?}) failed ({e:?}); the rest of the GPU trace goes on", enable::MEMORY_KIND)
             }),
             Records::Nvtx => enable::enable_nvtx().map_or(Ok(()), Err),
