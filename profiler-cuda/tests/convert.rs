@@ -1120,3 +1120,49 @@ fn only_the_first_n_devices_are_profiled_with_the_calls_that_launched_their_work
         many.warnings
     );
 }
+
+#[test]
+fn a_runtime_call_and_the_driver_call_it_makes_are_one_launch() {
+    // cuBLAS's cudaLaunchKernelExC and, inside it, cuLaunchKernelEx: one correlation id.
+    let (mut space, line, windows) = host_space();
+    let mut trace = synthetic::launches(line, &windows[..1], &["gemm_kernel"]);
+    let (outer, inner) = trace
+        .activities
+        .iter()
+        .find_map(|a| match a {
+            Activity::Api {
+                name,
+                start,
+                end,
+                correlation_id,
+                ..
+            } if name == "cuLaunchKernel" => Some(((*start, *end), *correlation_id)),
+            _ => None,
+        })
+        .map(|((start, end), id)| {
+            let runtime = Activity::Api {
+                name: "cudaLaunchKernelExC_v11060".into(),
+                start: start - 1_000,
+                end: end + 1_000,
+                thread_id: synthetic::THREAD,
+                correlation_id: id,
+            };
+            (runtime, id)
+        })
+        .expect("a launch");
+    trace.activities.push(outer);
+    add_to_space(&trace, &mut space, &Some);
+    let host = space.plane(schema::HOST_PLANE).expect("host");
+    let carrying: Vec<&str> = host
+        .lines
+        .iter()
+        .flat_map(|l| &l.events)
+        .filter(|e| stat(host, e, "correlation_id") == Some(&XStatValue::Uint64(u64::from(inner))))
+        .filter_map(|e| host.event_name(e.metadata_id))
+        .collect();
+    // The outer call links to the kernel; the nested one stays, as a plain call.
+    assert_eq!(carrying, ["cudaLaunchKernelExC_v11060"]);
+    assert_eq!(events(host, "cuLaunchKernel").len(), 1);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    assert_eq!(tf_ops(gpu, "gemm_kernel"), [Some("attn:attn".to_owned())]);
+}

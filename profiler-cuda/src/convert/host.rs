@@ -84,11 +84,34 @@ pub(super) fn add_api_calls(
         api_kept: 0,
         api_left_out: BTreeMap::new(),
     };
+    // A runtime call and the driver call it makes share one correlation id (CUPTI
+    // reports both when both domains are traced): only the outermost of a correlation
+    // id's calls links to its device work, so each launch → kernel flow has one start.
+    let mut outermost: HashMap<u32, (usize, u64, u64)> = HashMap::new();
+    for (i, activity) in trace.activities.iter().enumerate() {
+        if let Activity::Api {
+            start,
+            end,
+            correlation_id,
+            ..
+        } = activity
+        {
+            let better = |&(_, s, e): &(usize, u64, u64)| *start < s || (*start == s && *end > e);
+            outermost
+                .entry(*correlation_id)
+                .and_modify(|o| {
+                    if better(o) {
+                        *o = (i, *start, *end);
+                    }
+                })
+                .or_insert((i, *start, *end));
+        }
+    }
     let mut attached: HashSet<String> = HashSet::new();
     let mut api_events: BTreeMap<(i64, String), Vec<XEvent>> = BTreeMap::new();
     let mut host_plane = host.map(|h| std::mem::take(&mut space.planes[h]));
     let mut host_names = host_plane.as_ref().map(Interner::new);
-    for activity in &trace.activities {
+    for (index, activity) in trace.activities.iter().enumerate() {
         let Activity::Api {
             name,
             start,
@@ -99,7 +122,10 @@ pub(super) fn add_api_calls(
         else {
             continue;
         };
-        let launches = launched.contains(correlation_id);
+        let nested = outermost
+            .get(correlation_id)
+            .is_some_and(|&(i, ..)| i != index);
+        let launches = launched.contains(correlation_id) && !nested;
         let allocates = allocating.contains(correlation_id);
         if !(launches || allocates || trace.all_api_calls || api_recorded_by_default(name)) {
             *out.api_left_out.entry(name.clone()).or_default() += 1;

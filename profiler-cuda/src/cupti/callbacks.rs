@@ -102,9 +102,14 @@ pub(super) fn subscribe_failure(e: cupti::CUptiResult) -> String {
     }
 }
 
-/// Subscribes prof's callback and turns on the functions to record: those
-/// [`api::flags`] marks [`RECORD`], or whole domains with `all`; and the graph events of
-/// the resource domain.
+/// Subscribes prof's callback and turns on the functions to record: the driver
+/// functions [`api::flags`] marks [`RECORD`], or both API domains whole with `all`; and
+/// the graph events of the resource domain.
+///
+/// The driver domain only, as TSL subscribes: every runtime function reaches the
+/// driver through its public entry points, which CUPTI reports too, with the runtime
+/// call's correlation id (on an H200, cuBLAS's 200 `cudaLaunchKernelExC` came with 200
+/// `cuLaunchKernelEx`). Both would be two callbacks, and two host events, per launch.
 pub(super) fn subscribe(all: bool) -> Result<Subscription, String> {
     let mut handle: cupti::CUpti_SubscriberHandle = std::ptr::null_mut();
     // SAFETY: valid out-pointer; `callback` has CUPTI's signature and lives for the
@@ -118,7 +123,7 @@ pub(super) fn subscribe(all: bool) -> Result<Subscription, String> {
         let table = flags_of(domain);
         let cupti_domain = cupti_domain(domain);
         for (cbid, slot) in table.iter().enumerate().skip(1) {
-            if !all && slot.load(Ordering::Relaxed) & RECORD != 0 {
+            if !all && domain == ApiDomain::Driver && slot.load(Ordering::Relaxed) & RECORD != 0 {
                 // SAFETY: a plain call with an id CUPTI named.
                 let on =
                     unsafe { cupti::cuptiEnableCallback(1, handle, cupti_domain, cbid as u32) };
