@@ -1166,3 +1166,53 @@ fn a_runtime_call_and_the_driver_call_it_makes_are_one_launch() {
     let gpu = space.plane("/device:GPU:0").expect("GPU plane");
     assert_eq!(tf_ops(gpu, "gemm_kernel"), [Some("attn:attn".to_owned())]);
 }
+
+#[test]
+fn a_graph_nodes_kind_is_what_its_work_ran_as() {
+    // CUPTI's node type at capture may read 0 (kernel) for a copy node: the copy's own
+    // record says what it is.
+    let (mut space, line, nodes, replays) = captured_and_replayed(1);
+    let mut trace = synthetic::graph(line, &nodes, &replays, 500, false);
+    trace.dump_graph_node_mapping = true;
+    // The mlp node's work is a copy.
+    for a in &mut trace.activities {
+        if let Activity::Kernel {
+            name,
+            at,
+            start,
+            end,
+            ..
+        } = a
+        {
+            if name == "mlp_kernel" {
+                *a = Activity::Memcpy {
+                    copy_kind: 8,
+                    src_kind: 3,
+                    dst_kind: 3,
+                    bytes: 64,
+                    start: *start,
+                    end: *end,
+                    at: *at,
+                };
+            }
+        }
+    }
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    let Some(XStatValue::Str(mapping)) = gpu.find_stat(&gpu.stats, "cuda_graph_node_mapping")
+    else {
+        panic!("no mapping");
+    };
+    assert!(
+        mapping.contains("graph 1 node 101: made, memcpy, captured under forward/mlp:mlp"),
+        "{mapping}"
+    );
+    assert!(
+        mapping.contains("graph 2 node 201: clone of node 101, memcpy,"),
+        "{mapping}"
+    );
+    assert!(
+        mapping.contains("graph 1 node 100: made, kernel,"),
+        "{mapping}"
+    );
+}

@@ -134,17 +134,25 @@ pub(super) fn add_planes(
             );
     }
     add_memory_in_use(memory, &mut planes, to_session_ns);
+    let mut outside = 0u64;
     for sample in &trace.pm_samples {
-        let (Some(metric), Some(at)) = (
-            trace.pm_metrics.get(sample.metric),
-            to_session_ns(sample.timestamp),
-        ) else {
+        let Some(metric) = trace.pm_metrics.get(sample.metric) else {
+            continue;
+        };
+        let Some(at) = to_session_ns(sample.timestamp) else {
+            outside += 1;
             continue;
         };
         planes
             .entry(sample.device_id)
             .or_insert_with(|| DevicePlane::new(sample.device_id))
             .counter(metric, at, sample.value);
+    }
+    if outside > 0 {
+        space.warnings.push(format!(
+            "prof: gpu_pm_sample_counters: {outside} of {} PM samples fell outside the session and were left out",
+            trace.pm_samples.len()
+        ));
     }
     if trace.dump_graph_node_mapping {
         for (device, lines) in graphs.mapping(trace) {

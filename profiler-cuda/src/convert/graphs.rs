@@ -130,19 +130,25 @@ impl Graphs {
     /// `graph G node N: clone of node O, <kind>, captured under <tf_op>`.
     pub(super) fn mapping(&self, trace: &DeviceTrace) -> HashMap<u32, Vec<String>> {
         let mut device_of_graph: HashMap<u32, u32> = HashMap::new();
+        // What each original node ran as, from its work's records: CUPTI's node type at
+        // creation is not always filled during stream capture (on an H200, a captured
+        // copy's node read as a kernel's).
+        let mut ran_as: HashMap<u64, &'static str> = HashMap::new();
         for activity in &trace.activities {
-            if let Activity::Kernel { at, .. }
-            | Activity::Memcpy { at, .. }
-            | Activity::Memset { at, .. } = activity
-            {
-                if at.graph_node_id != 0 {
-                    if let Some((_, original)) = self.original(at.graph_node_id) {
-                        device_of_graph
-                            .entry(original.graph_id)
-                            .or_insert(at.device_id);
-                    }
-                    device_of_graph.entry(at.graph_id).or_insert(at.device_id);
+            let (at, kind) = match activity {
+                Activity::Kernel { at, .. } => (at, "kernel"),
+                Activity::Memcpy { at, .. } => (at, "memcpy"),
+                Activity::Memset { at, .. } => (at, "memset"),
+                _ => continue,
+            };
+            if at.graph_node_id != 0 {
+                if let Some((original_id, original)) = self.original(at.graph_node_id) {
+                    device_of_graph
+                        .entry(original.graph_id)
+                        .or_insert(at.device_id);
+                    ran_as.insert(original_id, kind);
                 }
+                device_of_graph.entry(at.graph_id).or_insert(at.device_id);
             }
         }
         let describe = |node: u64, graph: u32| -> Option<(u32, String)> {
@@ -166,7 +172,10 @@ impl Graphs {
                 device,
                 format!(
                     "graph {graph} node {node}: {from}, {}, captured under {under}",
-                    node_kind(original.node_type)
+                    ran_as
+                        .get(&original_id)
+                        .copied()
+                        .unwrap_or_else(|| node_kind(original.node_type))
                 ),
             ))
         };

@@ -149,8 +149,8 @@ pub(crate) trait Cupti: Send {
     fn api_name(&self, domain: ApiDomain, cbid: u32) -> String;
     /// Starts PM sampling on `devices`; warnings for what failed.
     fn start_pm(&mut self, settings: &PmSettings, devices: &[u32]) -> Vec<String>;
-    /// Stops PM sampling; the samples.
-    fn stop_pm(&mut self) -> Vec<PmSample>;
+    /// Stops PM sampling; the samples, and warnings for what went wrong.
+    fn stop_pm(&mut self) -> (Vec<PmSample>, Vec<String>);
 }
 
 /// Makes the CUPTI tracer for sessions with `device_tracer_level >= 1`.
@@ -275,7 +275,9 @@ impl Tracer for CuptiTracer {
         calls::end_session();
         self.graph_notes = graphs::end_session();
         self.cupti.unsubscribe();
-        self.pm_samples = self.cupti.stop_pm();
+        let (samples, warnings) = self.cupti.stop_pm();
+        self.pm_samples = samples;
+        self.warnings.extend(warnings);
         self.cupti.disable_all();
         self.running = false;
         self.cupti.flush()
@@ -422,7 +424,7 @@ impl Cupti for Live {
         warnings
     }
 
-    fn stop_pm(&mut self) -> Vec<PmSample> {
+    fn stop_pm(&mut self) -> (Vec<PmSample>, Vec<String>) {
         self.pm.take().map(pm::PmSampler::stop).unwrap_or_default()
     }
 }
@@ -558,9 +560,9 @@ mod tests {
             ));
             Vec::new()
         }
-        fn stop_pm(&mut self) -> Vec<PmSample> {
+        fn stop_pm(&mut self) -> (Vec<PmSample>, Vec<String>) {
             self.say("stop_pm");
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
     }
 

@@ -79,6 +79,33 @@ struct Device {
     counter_data: Vec<u8>,
     /// Completed samples of `counter_data` already evaluated.
     read: usize,
+    /// What decoding saw, for the warning when no sample came out.
+    seen: Seen,
+}
+
+/// What decoding one device's samples saw.
+#[derive(Debug, Default)]
+struct Seen {
+    decodes: u64,
+    samples: u64,
+    /// The first call that failed, and how.
+    first_error: Option<String>,
+    /// The last decode's stop reason, and whether the hardware buffer overflowed.
+    last_stop: Option<String>,
+    overflowed: bool,
+}
+
+impl Seen {
+    fn failed(&mut self, what: &str, r: cupti::CUptiResult) -> bool {
+        match r.result() {
+            Ok(()) => false,
+            Err(e) => {
+                self.first_error
+                    .get_or_insert_with(|| format!("{what} failed ({:?})", e.0));
+                true
+            }
+        }
+    }
 }
 
 // SAFETY: the objects are CUPTI handles usable from any thread; one thread at a time
@@ -261,6 +288,7 @@ fn start_device(
             metrics,
             counter_data,
             read: 0,
+            seen: Seen::default(),
         })),
         Ok(None) => {
             drop_host(host);
@@ -425,13 +453,14 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
     p.pPmSamplingObject = device.object;
     p.pCounterDataImage = device.counter_data.as_mut_ptr();
     p.counterDataImageSize = device.counter_data.len();
+    device.seen.decodes += 1;
     // SAFETY: a running sampling object and its image.
-    if unsafe { cupti::cuptiPmSamplingDecodeData(&mut p) }
-        .result()
-        .is_err()
-    {
+    let decoded = unsafe { cupti::cuptiPmSamplingDecodeData(&mut p) };
+    if device.seen.failed("cuptiPmSamplingDecodeData", decoded) {
         return;
     }
+    device.seen.last_stop = Some(format!("{:?}", p.decodeStopReason));
+    device.seen.overflowed |= p.overflow != 0;
     let mut info = params!(
         cupti::CUpti_PmSampling_GetCounterDataInfo_Params,
         numCompletedSamples
@@ -439,9 +468,10 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
     info.pCounterDataImage = device.counter_data.as_ptr();
     info.counterDataImageSize = device.counter_data.len();
     // SAFETY: as above.
-    if unsafe { cupti::cuptiPmSamplingGetCounterDataInfo(&mut info) }
-        .result()
-        .is_err()
+    let counted = unsafe { cupti::cuptiPmSamplingGetCounterDataInfo(&mut info) };
+    if device
+        .seen
+        .failed("cuptiPmSamplingGetCounterDataInfo", counted)
     {
         return;
     }
@@ -457,9 +487,10 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
         sample.counterDataImageSize = device.counter_data.len();
         sample.sampleIndex = index;
         // SAFETY: a completed sample of the image.
-        if unsafe { cupti::cuptiPmSamplingCounterDataGetSampleInfo(&mut sample) }
-            .result()
-            .is_err()
+        let described = unsafe { cupti::cuptiPmSamplingCounterDataGetSampleInfo(&mut sample) };
+        if device
+            .seen
+            .failed("cuptiPmSamplingCounterDataGetSampleInfo", described)
         {
             continue;
         }
@@ -476,12 +507,14 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
         eval.pMetricValues = values.as_mut_ptr();
         // SAFETY: the host object that configured this sampler, and room for a value
         // per metric.
-        if unsafe { cupti::cuptiProfilerHostEvaluateToGpuValues(&mut eval) }
-            .result()
-            .is_err()
+        let evaluated = unsafe { cupti::cuptiProfilerHostEvaluateToGpuValues(&mut eval) };
+        if device
+            .seen
+            .failed("cuptiProfilerHostEvaluateToGpuValues", evaluated)
         {
             continue;
         }
+        device.seen.samples += 1;
         for ((metric, _), value) in device.metrics.iter().zip(&values) {
             out.push(PmSample {
                 device_id: device.ordinal,
@@ -502,20 +535,34 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
 
 impl PmSampler {
     /// Stops sampling, decodes what is left and releases everything; returns the
-    /// samples, their timestamps on prof's clock.
-    pub(super) fn stop(mut self) -> Vec<PmSample> {
+    /// samples, their timestamps on prof's clock, and a warning for each GPU that gave
+    /// none, saying what decoding saw.
+    pub(super) fn stop(mut self) -> (Vec<PmSample>, Vec<String>) {
         self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
         let mut devices = self.devices.lock().unwrap_or_else(|e| e.into_inner());
         let mut last = Vec::new();
+        let mut warnings = Vec::new();
         for device in devices.iter_mut() {
             let mut p = params!(cupti::CUpti_PmSampling_Stop_Params, pPmSamplingObject);
             p.pPmSamplingObject = device.object;
             // SAFETY: a started sampling object, stopped once.
-            let _ = unsafe { cupti::cuptiPmSamplingStop(&mut p) };
+            let stopped = unsafe { cupti::cuptiPmSamplingStop(&mut p) };
+            device.seen.failed("cuptiPmSamplingStop", stopped);
             decode(device, &mut last);
+            if device.seen.samples == 0 {
+                let seen = &device.seen;
+                warnings.push(format!(
+                    "prof: gpu_pm_sample_counters: GPU {} gave no PM sample: {} decodes, last stop reason {}, hardware buffer {}{}; the rest of the GPU trace goes on",
+                    device.ordinal,
+                    seen.decodes,
+                    seen.last_stop.as_deref().unwrap_or("none"),
+                    if seen.overflowed { "overflowed" } else { "not overflowed" },
+                    seen.first_error.as_deref().map(|e| format!(", {e}")).unwrap_or_default(),
+                ));
+            }
             let mut p = params!(cupti::CUpti_PmSampling_Disable_Params, pPmSamplingObject);
             p.pPmSamplingObject = device.object;
             // SAFETY: as above, disabled once.
@@ -527,7 +574,7 @@ impl PmSampler {
             std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
         samples.extend(last);
         on_prof_clock(&mut samples, self.started_at, tracer::clock_ns());
-        samples
+        (samples, warnings)
     }
 }
 
