@@ -459,7 +459,11 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
     if device.seen.failed("cuptiPmSamplingDecodeData", decoded) {
         return;
     }
-    device.seen.last_stop = Some(format!("{:?}", p.decodeStopReason));
+    // Read as the integer CUPTI wrote: a value this build's enum does not know would
+    // be undefined behaviour as the enum.
+    // SAFETY: the field is a 4-byte C enum, read as its integer.
+    let reason = unsafe { std::ptr::addr_of!(p.decodeStopReason).cast::<u32>().read() };
+    device.seen.last_stop = Some(reason.to_string());
     device.seen.overflowed |= p.overflow != 0;
     let mut info = params!(
         cupti::CUpti_PmSampling_GetCounterDataInfo_Params,
