@@ -19,7 +19,10 @@ use crate::clock::{Anchor, TickScale};
 use crate::options::ProfileOptions;
 use crate::xspace::XSpace;
 
-pub use crate::scope::{set_scope_hook, ScopeHook, ScopeId};
+pub use crate::scope::{
+    innermost_scope, keep_scope_stack, scope_depth, set_scope_hook, ScopeHook, ScopeId,
+    SCOPE_STACK_DEPTH,
+};
 
 /// A source of profile data other than the host annotations, living for one session.
 pub trait Tracer: Send {

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
 use cudarc::cupti::sys as cupti;
-use profiler_core::tracer::set_scope_hook;
+use profiler_core::tracer::keep_scope_stack;
 use profiler_core::{trace, ProfileOptions};
-use profiler_cuda::{calls, scope_stack};
+use profiler_cuda::calls;
 
 #[path = "../../profiler-core/benches/support/mod.rs"]
 mod support;
@@ -93,7 +93,7 @@ fn gpu_tracer(c: &mut Criterion) {
     let long = RefCell::new(LongSession::start(
         ProfileOptions::default().device_tracer_level(0),
     ));
-    set_scope_hook(Some(&scope_stack::HOOK));
+    keep_scope_stack(true);
     let calls = RefCell::new(CallSession::start());
     let mut slot = 0u64;
     let mut data = callback_data(&mut slot);
@@ -117,7 +117,7 @@ fn gpu_tracer(c: &mut Criterion) {
 
     // `trace!` with and without the GPU tracer's hook.
     for (name, hook) in [("trace_on", false), ("trace_on_gpu_hook", true)] {
-        set_scope_hook(hook.then_some(&scope_stack::HOOK));
+        keep_scope_stack(hook);
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 batched(
@@ -133,7 +133,7 @@ fn gpu_tracer(c: &mut Criterion) {
             })
         });
     }
-    set_scope_hook(None);
+    keep_scope_stack(false);
     g.finish();
     drop(calls);
     drop(long);
@@ -152,7 +152,7 @@ fn gpu_tracer_interleaved() {
     let mut callback = |n| {
         calls.borrow_mut().reserve(n);
         long.borrow_mut().reserve(2);
-        set_scope_hook(Some(&scope_stack::HOOK));
+        keep_scope_stack(true);
         let _layer = trace!("attn");
         let mut data = data.borrow_mut();
         timed(n, |n| {
@@ -162,7 +162,7 @@ fn gpu_tracer_interleaved() {
         })
     };
     let mut plain = |n| {
-        set_scope_hook(None);
+        keep_scope_stack(false);
         long.borrow_mut().reserve(2 * n);
         timed(n, |n| {
             for _ in 0..n {
@@ -171,7 +171,7 @@ fn gpu_tracer_interleaved() {
         })
     };
     let mut hooked = |n| {
-        set_scope_hook(Some(&scope_stack::HOOK));
+        keep_scope_stack(true);
         long.borrow_mut().reserve(2 * n);
         timed(n, |n| {
             for _ in 0..n {
@@ -185,7 +185,7 @@ fn gpu_tracer_interleaved() {
         ("trace_on_gpu_hook", &mut hooked),
     ];
     let rounds = interleaved(400, BATCH, &mut cases);
-    set_scope_hook(None);
+    keep_scope_stack(false);
     rounds.print(
         "gpu_tracer",
         &[("trace_on_gpu_hook", "trace_on", Cmp::Difference)],

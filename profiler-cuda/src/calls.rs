@@ -6,7 +6,7 @@
 //! `gpu_trace_all_api_calls`). [`on_api`] takes the time on entry, and on exit writes
 //! one [`Call`]: the function, its start and end on prof's clock, its correlation id
 //! (which the kernels it launched carry too) and the annotation open on the calling
-//! thread ([`crate::scope_stack`]). TSL's tracer works the same way; CUPTI's own
+//! thread (`profiler_core::tracer::innermost_scope`). TSL's tracer works the same way; CUPTI's own
 //! DRIVER and RUNTIME activity records, which cost several times as much per call,
 //! are not used.
 //!
@@ -31,8 +31,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use profiler_core::clock;
 use profiler_core::tracer::ScopeId;
-
-use crate::scope_stack;
 
 /// Which CUPTI callback domain a call was reported in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -425,7 +423,7 @@ pub unsafe fn on_api(
             let call = Call {
                 start,
                 end: clock::now(),
-                scope: scope_stack::innermost(),
+                scope: profiler_core::tracer::innermost_scope(),
                 correlation_id,
                 cbid,
                 domain,
@@ -466,6 +464,24 @@ pub(crate) mod tests {
         }
     }
 
+    /// Runs `f` inside a recorded annotation, the scope stack kept, in a session of
+    /// its own; returns the annotation's scope.
+    pub(crate) fn with_open_annotation(f: impl FnOnce()) -> Option<ScopeId> {
+        use profiler_core::{session, tracer, ProfileOptions};
+        let _ = session::stop();
+        tracer::keep_scope_stack(true);
+        session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
+        let scope = {
+            let _open = profiler_core::trace!("open");
+            let scope = tracer::innermost_scope();
+            f();
+            scope
+        };
+        let _ = session::stop();
+        tracer::keep_scope_stack(false);
+        scope
+    }
+
     fn mine(all: Vec<ThreadCalls>) -> ThreadCalls {
         let me = thread_id();
         all.into_iter()
@@ -479,9 +495,8 @@ pub(crate) mod tests {
         call(1); // before any session
         let generation = begin_session(1 << 20);
         call(2);
-        (scope_stack::HOOK.enter)(4);
-        call(3);
-        (scope_stack::HOOK.exit)();
+        let scope = with_open_annotation(|| call(3));
+        assert!(scope.is_some());
         // Entered inside the session, returning after it: left out.
         let mut data = 0u64;
         // SAFETY: `data` lives across both calls.
@@ -493,7 +508,7 @@ pub(crate) mod tests {
         let ids: Vec<u32> = got.calls.iter().map(|c| c.correlation_id).collect();
         assert_eq!(ids, [2, 3]);
         assert_eq!(got.calls[0].scope, None);
-        assert_eq!(got.calls[1].scope, Some(ScopeId::on_this_thread(4)));
+        assert_eq!(got.calls[1].scope, scope);
         assert!(got.calls.iter().all(|c| c.start > 0 && c.start <= c.end));
         assert_eq!(
             (got.calls[0].cbid, got.calls[0].domain),

@@ -20,8 +20,6 @@ use std::sync::{Mutex, MutexGuard};
 
 use profiler_core::tracer::{self, ScopeId};
 
-use crate::scope_stack;
-
 /// What the tracer noted about one graph, node or executable graph.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GraphNote {
@@ -110,7 +108,7 @@ pub fn node_created(graph_id: u32, node_id: u64, node_type: u32, thread_id: u32)
         node_type,
         timestamp: tracer::clock_ns(),
         thread_id,
-        scope: scope_stack::innermost(),
+        scope: profiler_core::tracer::innermost_scope(),
     };
     notes().push(note);
 }
@@ -133,9 +131,7 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         node_created(1, 10, 0, 5); // before the session
         begin_session();
-        (scope_stack::HOOK.enter)(8);
-        node_created(1, 11, 0, 5);
-        (scope_stack::HOOK.exit)();
+        let scope = crate::calls::tests::with_open_annotation(|| node_created(1, 11, 0, 5));
         set_instantiating(true);
         node_created(2, 12, 0, 5);
         note(GraphNote::NodeCloned {
@@ -146,14 +142,17 @@ mod tests {
         set_instantiating(false);
         let notes = end_session();
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(matches!(
-            notes[0],
-            GraphNote::NodeCreated {
-                node_id: 11,
-                scope: Some(ScopeId { seq: 8, .. }),
-                ..
-            }
-        ));
+        assert!(
+            matches!(
+                notes[0],
+                GraphNote::NodeCreated {
+                    node_id: 11,
+                    scope: Some(s),
+                    ..
+                } if Some(s) == scope
+            ),
+            "{notes:?}"
+        );
         assert!(matches!(
             notes[1],
             GraphNote::NodeCloned {

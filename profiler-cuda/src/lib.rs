@@ -30,7 +30,6 @@ pub mod graphs;
 pub mod kernel;
 pub mod layout;
 pub mod occupancy;
-pub mod scope_stack;
 pub mod stats;
 pub mod synthetic;
 

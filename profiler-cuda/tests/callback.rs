@@ -16,7 +16,7 @@ use profiler_core::tracer::{self, SessionClock, Tracer};
 use profiler_core::xspace::{XPlane, XSpace, XStatValue};
 use profiler_core::{session, trace, ProfileOptions};
 use profiler_cuda::activity::{Activity, DeviceTrace, Placement};
-use profiler_cuda::{calls, convert, scope_stack};
+use profiler_cuda::{calls, convert};
 
 /// `cuLaunchKernel` in the driver domain.
 const CU_LAUNCH_KERNEL: u32 = 307;
@@ -59,11 +59,11 @@ struct SyntheticDevice;
 impl Tracer for SyntheticDevice {
     fn start(&mut self) -> Result<(), String> {
         GENERATION.store(calls::begin_session(1 << 20), Ordering::Relaxed);
-        tracer::set_scope_hook(Some(&scope_stack::HOOK));
+        tracer::keep_scope_stack(true);
         Ok(())
     }
     fn stop(&mut self) -> Result<(), String> {
-        tracer::set_scope_hook(None);
+        tracer::keep_scope_stack(false);
         calls::end_session();
         Ok(())
     }
@@ -190,14 +190,14 @@ fn annotations_make_no_call_into_cupti() {
         eprintln!("libcupti is present here: this test proves nothing on this machine");
     }
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    tracer::set_scope_hook(Some(&scope_stack::HOOK));
+    tracer::keep_scope_stack(true);
     session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
     for i in 0..1000 {
         let _t = trace!("step", i = i);
         let _u = trace!("inner");
-        assert_eq!(scope_stack::depth(), 2);
+        assert_eq!(tracer::scope_depth(), 2);
     }
     let _ = session::stop();
-    tracer::set_scope_hook(None);
-    assert_eq!(scope_stack::depth(), 0);
+    tracer::keep_scope_stack(false);
+    assert_eq!(tracer::scope_depth(), 0);
 }

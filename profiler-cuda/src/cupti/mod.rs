@@ -4,7 +4,7 @@
 //! - API calls come through CUPTI's callback API (`callbacks`): one subscriber, told
 //!   of the functions that matter (every function with `gpu_trace_all_api_calls`);
 //!   the callback records each call in its thread's log with the annotation open on
-//!   the thread, read from the stack the scope hook keeps ([`crate::scope_stack`]). No
+//!   the thread, read from the stack the core keeps (`tracer::innermost_scope`). No
 //!   CUPTI call is made per annotation.
 //! - The device's work comes as activity records (`buffers`): kernels, copies,
 //!   memsets, and as asked, memory, NVTX markers and whole-graph launches (`enable`).
@@ -34,7 +34,6 @@ use crate::activity::{DeviceInfo, PmSample};
 use crate::calls::{self, ApiDomain};
 use crate::graphs::{self, GraphNote};
 use crate::occupancy::SmLimits;
-use crate::scope_stack;
 
 pub(crate) use pm::PmSettings;
 
@@ -262,7 +261,7 @@ impl Tracer for CuptiTracer {
         }
         self.generation = calls::begin_session(self.settings.max_api);
         graphs::begin_session();
-        tracer::set_scope_hook(Some(&scope_stack::HOOK));
+        tracer::keep_scope_stack(true);
         self.running = true;
         Ok(())
     }
@@ -271,7 +270,7 @@ impl Tracer for CuptiTracer {
         if !self.running {
             return Ok(());
         }
-        tracer::set_scope_hook(None);
+        tracer::keep_scope_stack(false);
         calls::end_session();
         self.graph_notes = graphs::end_session();
         self.cupti.unsubscribe();
@@ -602,6 +601,9 @@ mod tests {
 
     /// A factory whose tracer meets a CUPTI another profiler holds.
     fn taken(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
+        if options.device_tracer_level == 0 {
+            return None;
+        }
         let fake = Fake {
             refuse_subscribe: Some(callbacks::subscribe_failure(
                 cupti::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
