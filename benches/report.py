@@ -183,6 +183,18 @@ def main():
              shown)
     else:
         goal("`TrackingAllocator` recording ÷ `System`", None, "≤ 1.15×", None, "")
+    callback = ns("gpu_tracer", "launch_callback")
+    cb_rounds = inter.get(("gpu_tracer", "launch_callback"))
+    if callback:
+        shown = f"{callback[0]:.1f} ns"
+        value, shown = prefer_rounds(callback[0], shown, cb_rounds, ".1f", " ns")
+        goal("GPU tracer's launch callback (entry and exit)", value, "≤ 60 ns",
+             lambda v: v <= 60, shown)
+    else:
+        goal("GPU tracer's launch callback (entry and exit)", None, "≤ 60 ns", None, "")
+    added(ns("gpu_tracer", "trace_on_gpu_hook"), ns("gpu_tracer", "trace_on"),
+          "the GPU tracer's scope stack adds to `trace!`", "≤ 3 ns", lambda d: d <= 3,
+          "trace!", inter.get(("gpu_tracer", "trace_on_gpu_hook-trace_on")))
     per = 1_000_000
 
     def export(benches):

@@ -64,7 +64,7 @@ run() {
     # own ratio tables read them back from there.
     export CARGO_TARGET_DIR=$work
     local b
-    for b in annotation objects layer instrument xplane lanes diff; do
+    for b in annotation objects layer instrument xplane lanes diff callback; do
         echo "== $b" >&2
         (cd "$work" && "$dir/$b" --bench --noplot $quick) > "$work/$b.log" 2>&1 ||
             { tail -20 "$work/$b.log" >&2; exit 1; }
