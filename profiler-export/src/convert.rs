@@ -230,7 +230,15 @@ impl Job {
                 return outcome;
             }
         };
-        let timeline = Timeline::lazy(&space);
+        let mut timeline = Timeline::lazy(&space);
+        if !timeline.origin().is_recorded() {
+            // A file with no wall-clock start (older TensorFlow, hand-made) is placed
+            // at its modification time, about when its profile ended: a real date
+            // rather than 1970 or a made-up one.
+            if let Some(ns) = modified_unix_ns(&self.input) {
+                timeline = timeline.or_start_at(ns);
+            }
+        }
         for (format, output) in &self.outputs {
             let written = create_parent(output)
                 .and_then(|()| formats::write_timeline(&timeline, *format, output));
@@ -249,6 +257,16 @@ impl Job {
         }
         outcome
     }
+}
+
+/// When `path` was last modified, in nanoseconds since the Unix epoch.
+fn modified_unix_ns(path: &Path) -> Option<i64> {
+    let since = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    i64::try_from(since.as_nanos()).ok()
 }
 
 fn create_parent(output: &Path) -> Result<()> {

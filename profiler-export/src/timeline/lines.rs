@@ -8,7 +8,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XEventMetadata, XLine, XPlane};
 
 use super::events::Events;
-use super::flows::LinkStats;
+use super::flows::{FlowWalk, LinkStats};
 use super::lanes::Lanes;
 use super::names::{EventMetadata, StatNames};
 use super::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor};
@@ -23,6 +23,8 @@ pub(super) struct PlaneWalk<'a, 't> {
     links: LinkStats,
     /// Shared by all planes of the walk.
     tids: &'t mut Tids,
+    /// Shared by all planes of the walk.
+    flows: &'t mut FlowWalk,
     /// The counter tracks of the `_counters_` line being walked.
     counter_tracks: HashMap<(i64, i64), CounterTrack<'a>>,
     /// Counter tracks made on the plane so far: the next one's number.
@@ -35,6 +37,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         timeline: &'t Timeline<'a>,
         process: &Process<'a>,
         tids: &'t mut Tids,
+        flows: &'t mut FlowWalk,
     ) -> Self {
         let plane = process.plane;
         let links = LinkStats::of(plane);
@@ -53,6 +56,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             stat_names: StatNames::of(plane),
             links,
             tids,
+            flows,
             counter_tracks: HashMap::new(),
             counter_count: 0,
             metadata: EventMetadata::of(plane),
@@ -136,7 +140,8 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         let open = &lanes.get(lane).open;
         let parent = open.last().map(|&(_, s, _)| s);
         let root = open.first().map_or(*seq, |&(_, _, r)| r);
-        let (flows_out, flows_in) = self.timeline.flows.of(&self.links, event);
+        self.flows.visit(&self.timeline.flows, &self.links, event);
+        let (flows_out, flows_in) = self.flows.ids();
         let metadata = self.metadata(event.metadata_id);
         let name = metadata.map(|m| {
             if m.display_name.is_empty() {

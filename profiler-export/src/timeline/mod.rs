@@ -44,7 +44,7 @@ use events::Source;
 #[cfg(feature = "otlp")]
 pub(crate) use flows::mix;
 pub use flows::FlowIds;
-use flows::FlowIndex;
+use flows::{FlowIndex, FlowWalk};
 use lines::{PlaneWalk, Tids};
 
 /// The line XProf reads counter samples from.
@@ -65,19 +65,31 @@ const LINK_STATS: [&str; 5] = [
 /// Line timestamps at or past this (about 1973 in Unix nanoseconds) are absolute.
 const ABSOLUTE_NS: i64 = 100_000_000_000_000_000;
 
+/// Recorded starts at or past this (about 2096) are not believed: a hostile or broken
+/// file's start would put every timestamp past what `u64` nanoseconds hold.
+const LATEST_START_NS: i64 = 4_000_000_000_000_000_000;
+
+/// Where a timeline with no recorded wall-clock start is placed when nothing better
+/// is known: 2020-01-01 00:00:00 UTC. Perfetto's timestamps must be Unix-epoch
+/// nanoseconds (its checkers refuse a trace near 0), and a converted file is placed
+/// at its modification time instead (see [`Timeline::or_start_at`]).
+pub const NO_CLOCK_UNIX_NS: i64 = 1_577_836_800_000_000_000;
+
 /// Where the timeline starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Origin {
-    /// Wall-clock time of picosecond 0, in nanoseconds since the Unix epoch (0 when the
-    /// file records no wall-clock start).
+    /// Wall-clock time of picosecond 0, in nanoseconds since the Unix epoch: the
+    /// recorded start, or a stand-in when the file records none
+    /// ([`Origin::is_recorded`]).
     pub unix_ns: i64,
     /// Subtracted from every line's `timestamp_ns` to rebase it on the origin.
     line_base_ns: i64,
+    recorded: bool,
 }
 
 impl Origin {
     /// The origin of `space`: its `profile_start_time` when lines are relative to it,
-    /// the earliest line start when lines are absolute.
+    /// the earliest line start when lines are absolute, else [`NO_CLOCK_UNIX_NS`].
     pub fn of(space: &XSpace) -> Origin {
         Origin::find(&Source::decoded(space))
     }
@@ -96,10 +108,11 @@ impl Origin {
             .map(|(_, _, line)| line.timestamp_ns)
             .min()
             .unwrap_or(0);
-        if first_line >= ABSOLUTE_NS {
+        if (ABSOLUTE_NS..LATEST_START_NS).contains(&first_line) {
             return Origin {
                 unix_ns: first_line,
                 line_base_ns: first_line,
+                recorded: true,
             };
         }
         let start = space
@@ -110,11 +123,18 @@ impl Origin {
                 XStatValue::Int64(n) => Some(*n),
                 _ => None,
             })
-            .unwrap_or(0);
+            .filter(|start| (ABSOLUTE_NS..LATEST_START_NS).contains(start));
         Origin {
-            unix_ns: start,
+            unix_ns: start.unwrap_or(NO_CLOCK_UNIX_NS),
             line_base_ns: 0,
+            recorded: start.is_some(),
         }
+    }
+
+    /// Whether the space records its wall-clock start; otherwise [`Origin::unix_ns`]
+    /// is a stand-in.
+    pub fn is_recorded(&self) -> bool {
+        self.recorded
     }
 
     /// Nanoseconds since the Unix epoch of `ps` picoseconds from the origin.
@@ -181,10 +201,10 @@ pub struct Slice<'a, 'b> {
     pub parent: Option<u64>,
     /// The outermost slice enclosing this one (itself when it has no parent).
     pub root: u64,
-    /// Flows that start at this slice.
-    pub flows_out: FlowIds,
+    /// Flows that start at this slice: one per consumer it produces for.
+    pub flows_out: FlowIds<'b>,
     /// Flows that end at this slice.
-    pub flows_in: FlowIds,
+    pub flows_in: FlowIds<'b>,
     /// The event's stats, then its metadata's (the event may be decoded only for this
     /// call, hence `'b`).
     stats: [&'b [XStat]; 2],
@@ -318,7 +338,7 @@ pub struct Totals {
     pub duration_ps: i128,
     /// Counter samples.
     pub counter_samples: u64,
-    /// Flows with both ends.
+    /// Flows with both ends: one per (producer, consumer) pair.
     pub flows: u64,
     /// Lines or lanes shown as threads.
     pub threads: u64,
@@ -345,16 +365,27 @@ impl<'a> Timeline<'a> {
     }
 
     fn of(source: Source<'a>) -> Timeline<'a> {
+        let origin = Origin::find(&source);
         Timeline {
             source,
-            origin: Origin::find(&source),
-            flows: FlowIndex::build(&source),
+            origin,
+            flows: FlowIndex::build(&source, &origin),
         }
     }
 
     /// Where the timeline's picosecond 0 is.
     pub fn origin(&self) -> Origin {
         self.origin
+    }
+
+    /// Places a timeline whose space records no wall-clock start at `unix_ns`
+    /// (a converted file's modification time, say); one that records its start keeps
+    /// it.
+    pub fn or_start_at(mut self, unix_ns: i64) -> Timeline<'a> {
+        if !self.origin.recorded && (ABSOLUTE_NS..LATEST_START_NS).contains(&unix_ns) {
+            self.origin.unix_ns = unix_ns;
+        }
+        self
     }
 
     /// The space walked.
@@ -377,9 +408,10 @@ impl<'a> Timeline<'a> {
     /// The first error the visitor returns; the walk stops there.
     pub fn walk<V: Visitor<'a>>(&self, visitor: &mut V) -> Result<Totals, V::Error> {
         let mut totals = Totals {
-            flows: self.flows.len() as u64,
+            flows: self.flows.len(),
             ..Totals::default()
         };
+        let mut flows = FlowWalk::default();
         let mut seq = 0u64;
         // Thread ids are unique across planes, not only within one: Perfetto treats a
         // tid as system-wide and would merge a GPU stream with a host thread of the
@@ -396,7 +428,7 @@ impl<'a> Timeline<'a> {
                 plane,
             };
             visitor.process(&process)?;
-            let mut walk = PlaneWalk::new(self, &process, &mut tids);
+            let mut walk = PlaneWalk::new(self, &process, &mut tids, &mut flows);
             for (l, line) in plane.lines.iter().enumerate() {
                 let events = self.source.events(p, l);
                 if line.name == COUNTERS_LINE {
