@@ -83,6 +83,9 @@ pub struct FileOutcome {
     pub input: PathBuf,
     /// The files written from it, in the order of the formats asked for.
     pub written: Vec<Converted>,
+    /// What a user should know about what was written: a profile with no events (an
+    /// empty file is a valid, empty XSpace), naming the file.
+    pub warnings: Vec<String>,
     /// Why the rest was not written; the error names the file it is about.
     pub error: Option<Error>,
 }
@@ -145,6 +148,7 @@ pub fn convert_all(
             Err(error) => steps.push(Step::Failed(FileOutcome {
                 input: root.clone(),
                 written: Vec::new(),
+                warnings: Vec::new(),
                 error: Some(error),
             })),
         }
@@ -221,6 +225,7 @@ impl Job {
         let mut outcome = FileOutcome {
             input: self.input.clone(),
             written: Vec::new(),
+            warnings: Vec::new(),
             error: None,
         };
         let space = match xplane::read_lazy(&self.input, &options.limits) {
@@ -230,6 +235,9 @@ impl Job {
                 return outcome;
             }
         };
+        if space.event_count() == 0 {
+            outcome.warnings.push(empty_profile(&self.input));
+        }
         let mut timeline = Timeline::lazy(&space);
         if !timeline.origin().is_recorded() {
             // A file with no wall-clock start (older TensorFlow, hand-made) is placed
@@ -257,6 +265,21 @@ impl Job {
         }
         outcome
     }
+}
+
+/// The warning for a profile without events: the files written from it are empty
+/// traces, which a user converting it surely did not expect.
+fn empty_profile(input: &Path) -> String {
+    let bytes = fs::metadata(input).map_or(0, |m| m.len());
+    let what = if bytes == 0 {
+        "is empty (0 bytes, an XSpace with nothing in it)".to_owned()
+    } else {
+        format!("({bytes} bytes) records no events")
+    };
+    format!(
+        "{} {what}: the profile is empty, and so are the traces written from it",
+        input.display()
+    )
 }
 
 /// When `path` was last modified, in nanoseconds since the Unix epoch.
