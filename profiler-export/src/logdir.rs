@@ -33,10 +33,21 @@ impl RunDir {
     /// # Errors
     /// [`ErrorKind::Io`] naming the directory that could not be created.
     pub fn create(logdir: &Path) -> Result<RunDir> {
+        RunDir::create_named(logdir, &run_name())
+    }
+
+    /// Creates a fresh run directory under `logdir` named `stamp` (a run name of
+    /// [`run_name`]'s form, taken when a capture started), or `stamp_1`, `stamp_2`, …
+    /// when that is taken. Create it only once there is something to write into it:
+    /// XProf lists an empty run as an empty session.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] naming the directory that could not be created.
+    pub fn create_named(logdir: &Path, stamp: &str) -> Result<RunDir> {
         let base = logdir.join(PROFILE_PLUGIN_DIR);
         fs::create_dir_all(&base)
             .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
-        let stamp = run_name();
+        let stamp = host_file_stem(stamp);
         for n in 0..1000u32 {
             let name = if n == 0 {
                 stamp.clone()
@@ -89,6 +100,21 @@ impl RunDir {
 /// `%Y_%m_%d_%H_%M_%S` in local time.
 pub fn run_name() -> String {
     chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string()
+}
+
+/// Checks that runs can be written under `logdir` (its `plugins/profile` is created,
+/// and a file made and removed there), without creating a run: a capture checks
+/// before it records, and creates its run only once it has something to write.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the directory that cannot be written.
+pub fn check_writable(logdir: &Path) -> Result<()> {
+    let base = logdir.join(PROFILE_PLUGIN_DIR);
+    fs::create_dir_all(&base)
+        .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
+    tempfile::tempfile_in(&base)
+        .map(drop)
+        .map_err(|e| Error::io("cannot write in the profile logdir", &base, e))
 }
 
 /// Checks that `logdir` exists or can be created, so a session fails at start rather
