@@ -21,6 +21,8 @@ pub struct Args {
     pub perfetto_link: bool,
     /// `--option KEY=VALUE` pairs: the session's `advanced_configuration`.
     pub advanced: Vec<(String, prof::ConfigValue)>,
+    /// `--max-xplane-bytes`: the session's `max_xplane_bytes`, when given.
+    pub max_xplane_bytes: Option<u64>,
 }
 
 impl Args {
@@ -31,6 +33,9 @@ impl Args {
         }
         for (key, value) in &self.advanced {
             options = options.advanced(key.clone(), value.clone());
+        }
+        if let Some(bytes) = self.max_xplane_bytes {
+            options = options.max_xplane_bytes(bytes);
         }
         options
     }
@@ -67,6 +72,10 @@ struct Cli<E: clap::Args> {
     /// `prof::start` checks the key and the value's type
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_option)]
     option: Vec<(String, prof::ConfigValue)>,
+    /// Largest .xplane.pb to write (XProf opens none over 2 GiB): past it, the file keeps
+    /// the latest steps that fit and a .pftrace beside it holds the whole session
+    #[arg(long, value_name = "BYTES")]
+    max_xplane_bytes: Option<u64>,
     #[command(flatten)]
     extra: E,
 }
@@ -101,6 +110,7 @@ pub fn parse<E: clap::Args>(
         otlp,
         perfetto_link: cli.perfetto_link,
         advanced: cli.option,
+        max_xplane_bytes: cli.max_xplane_bytes,
     };
     (args, cli.extra)
 }

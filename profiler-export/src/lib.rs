@@ -12,6 +12,8 @@
 //!   step), as text, JSON or CSV;
 //! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
 //!   other formats;
+//! - [`fit`]: every `.xplane.pb` written opens in XProf: a profile past XProf's 2 GiB
+//!   keeps its latest steps that fit, the whole session beside it as Perfetto;
 //! - [`ProfileExport`]: all of it as methods of a [`Profile`].
 //!
 //! The timeline formats share one walk over the space ([`timeline`]), so they agree on
@@ -29,6 +31,7 @@ pub mod atomic;
 mod block;
 pub mod chrome;
 pub mod convert;
+pub mod fit;
 pub mod formats;
 mod gzip;
 pub mod link;

@@ -110,6 +110,8 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
                 with_events += usize::from(!empty);
             }
             Err(e) => {
+                // The line starts with the address: the error need not say it again.
+                let e = e.to_string().replacen(&format!(": {address}: "), ": ", 1);
                 eprintln!("capture-profile: {address}: {e}");
                 failed += 1;
             }

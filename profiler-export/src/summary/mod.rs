@@ -178,6 +178,9 @@ pub struct Summary {
     rows: Vec<SummaryRow>,
     steps: Vec<StepRow>,
     options_group: GroupBy,
+    /// What a reader of the profile's files should know (a `.xplane.pb` cut to open in
+    /// XProf), one line each.
+    notes: Vec<String>,
 }
 
 impl Summary {
@@ -280,11 +283,30 @@ impl Summary {
             }
             rows = kept;
         }
+        let notes = profiles
+            .iter()
+            .filter_map(|p| {
+                let note = crate::fit::note_of(p.xspace())?;
+                Some(if profiles.len() > 1 {
+                    format!("{}: {note}", p.host_name())
+                } else {
+                    note
+                })
+            })
+            .collect();
         Summary {
             rows,
             steps: step_rows.into_values().collect(),
             options_group: options.group_by,
+            notes,
         }
+    }
+
+    /// What a reader of the profile's files should know, one line each: a `.xplane.pb`
+    /// that left out its earliest events to open in XProf, and where they all are
+    /// ([`crate::fit`]). The table and the JSON end with them.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The rows, sorted and limited as asked.

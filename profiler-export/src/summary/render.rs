@@ -7,7 +7,7 @@ use super::{GroupBy, Summary, SummaryRow};
 
 impl Summary {
     /// The rows as an aligned table (and the steps after them, with their peak host
-    /// memory when it was tracked).
+    /// memory when it was tracked; then the [notes](Summary::notes), one a line).
     pub fn table(&self) -> String {
         let by_step = self.options_group == GroupBy::Step;
         let mut table = Table::new();
@@ -65,11 +65,15 @@ impl Summary {
             out.push('\n');
             out.push_str(&steps.to_string());
         }
+        for note in &self.notes {
+            out.push_str("\nnote: ");
+            out.push_str(note);
+        }
         out
     }
 
-    /// The rows and steps as JSON: `{"share_of": .., "rows": [..], "steps": [..]}`, times
-    /// in nanoseconds.
+    /// The rows and steps as JSON: `{"share_of": .., "rows": [..], "steps": [..],
+    /// "notes": [..]}`, times in nanoseconds.
     pub fn to_json(&self) -> String {
         let rows: Vec<_> = self
             .rows
@@ -99,7 +103,13 @@ impl Summary {
                 })
             })
             .collect();
-        serde_json::json!({ "share_of": self.share_of(), "rows": rows, "steps": steps }).to_string()
+        serde_json::json!({
+            "share_of": self.share_of(),
+            "rows": rows,
+            "steps": steps,
+            "notes": self.notes,
+        })
+        .to_string()
     }
 
     /// The rows as CSV with a header line, times in nanoseconds.

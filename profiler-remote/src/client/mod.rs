@@ -351,7 +351,7 @@ async fn capture_watched(
     let channel = endpoint
         .connect_with_connector(connector)
         .await
-        .map_err(|e| CaptureError::Unreachable(error_chain(&e)))?;
+        .map_err(|e| CaptureError::Unreachable(format!("{address}: {}", error_chain(&e))))?;
     let mut client = ProfilerServiceClient::new(channel)
         .max_decoding_message_size(1 << 30)
         .max_encoding_message_size(64 << 20);

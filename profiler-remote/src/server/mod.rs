@@ -109,6 +109,9 @@ pub use service::BUSY;
 const MAX_REQUEST_BYTES: usize = 64 << 10;
 /// Largest response: a whole capture's XSpace.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
+/// Largest XSpace put in a response: a larger one is cut to its latest steps (see
+/// `profiler_export::fit::retain_within`), with room left for the response around it.
+const MAX_RESPONSE_XSPACE_BYTES: u64 = MAX_RESPONSE_BYTES as u64 - (1 << 20);
 /// Largest HTTP/2 header block a client may send (the token travels there).
 const MAX_HEADER_BYTES: u32 = 16 << 10;
 /// Concurrent calls per connection: real clients make one at a time.
