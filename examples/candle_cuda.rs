@@ -607,8 +607,7 @@ mod tests {
     /// step alone, plus one synthetic kernel launched in each (40 µs each).
     fn two_launches() -> XSpace {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
-            .expect("start");
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         {
             let _step = trace!("Train", step_num = 0);
             std::thread::sleep(Duration::from_micros(400));
@@ -616,7 +615,7 @@ mod tests {
             let _attn = trace!("attn");
             std::thread::sleep(Duration::from_micros(400));
         }
-        let mut space = profiler_core::session::stop().expect("stop").into_xspace();
+        let mut space = prof::stop().expect("stop").into_xspace();
         let host = space.plane(schema::HOST_PLANE).expect("host plane");
         let span_of = |name: &str| {
             host.lines.iter().find_map(|line| {

@@ -1,23 +1,36 @@
 //! A GPU profile without a GPU: a real prof session on the host (steps of `forward`
 //! holding `block` > `attn` and `block` > `mlp`, then `backward`), plus synthetic
 //! CUPTI records (a kernel and a copy launched inside each `attn` and `mlp`, with the
-//! driver calls around them that launch nothing, as frameworks make them; with
-//! `--nvtx`, the NVTX ranges cuBLAS would push around each launch) put
-//! through the same conversion the live tracer uses, written as a TensorBoard/XProf
-//! logdir (and, with `--format`, as a Perfetto trace or Chrome JSON beside it). CI has
+//! driver calls around them that launch nothing, as frameworks make them) put through
+//! the same conversion the live tracer uses, written as a TensorBoard/XProf logdir
+//! (and, with `--format`, as a Perfetto trace or Chrome JSON beside it). CI has
 //! xprof's `kernel_stats`, `framework_op_stats`, `overview_page` and trace viewer read
 //! it, and the Perfetto and Chrome checkers read the other formats.
 //!
 //! ```text
-//! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N] [--all-api-calls]
-//!     [--nvtx] [--format perfetto,chrome]
+//! cargo run --features cuda --example cuda_synthetic -- [--logdir DIR] [--steps N]
+//!     [--graph] [--devices N] [--all-api-calls] [--nvtx] [--option KEY=VALUE]...
+//!     [--format perfetto,chrome]
 //! ```
-#![allow(clippy::print_stdout)]
+//!
+//! - `--graph`: a CUDA graph is captured once before the steps (`graph_capture` >
+//!   `embed` and `decode`, a kernel node each) and replayed in every step (`replay`):
+//!   its kernels carry the capture's ops.
+//! - `--devices N`: the launches go to GPUs 0..N in turn.
+//! - `--option`: the GPU tracer's `advanced_configuration` keys, checked as
+//!   `prof::start` checks them, and applied as the live tracer applies them:
+//!   `gpu_trace_all_api_calls`, `gpu_enable_nvtx_tracking`, `gpu_max_annotation_strings`,
+//!   `gpu_enable_cupti_activity_graph_trace` (one event per replay),
+//!   `gpu_dump_graph_node_mapping`, `gpu_pm_sample_counters` (synthetic samples every
+//!   `gpu_pm_sample_interval_us`) and `gpu_num_chips_to_profile_per_task`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::error::Error;
+use std::time::Duration;
 
+use prof::cuda::activity::DeviceTrace;
+use prof::cuda::synthetic::{self, CapturedNode, Launch};
 use prof::{schema, trace, ProfileOptions};
-use profiler_cuda::synthetic::Launch;
 
 mod common;
 
@@ -32,22 +45,27 @@ struct Extra {
     /// gpu_enable_nvtx_tracking option records them
     #[arg(long)]
     nvtx: bool,
+    /// Capture a CUDA graph before the steps and replay it in each
+    #[arg(long)]
+    graph: bool,
+    /// Spread the launches over this many GPUs
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    devices: u32,
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let (
-        args,
-        Extra {
-            all_api_calls,
-            nvtx,
-        },
-    ) = common::parse::<Extra>(
+    let (args, extra) = common::parse::<Extra>(
         "cuda_synthetic",
         "A GPU profile without a GPU: a host session plus synthetic CUPTI records.",
         12,
     );
-    // The core session directly: the device records are added before writing.
-    let mut space = profiler_core_session(args.steps)?;
+    let options = args.options(ProfileOptions::default());
+    // As prof::start checks them: a misspelt key or a wrong value is a usage error.
+    if let Err(e) = options.validate() {
+        eprintln!("cuda_synthetic: {e}");
+        std::process::exit(2);
+    }
+    let mut space = host_session(args.steps, extra.graph)?;
     let host = space.plane(schema::HOST_PLANE).ok_or("no host plane")?;
     let id_of = |name: &str| {
         host.event_metadata
@@ -62,6 +80,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         .iter()
         .find(|l| l.events.iter().any(|e| e.metadata_id == attn))
         .ok_or("no line with attn")?;
+    let window = |e: &prof::xspace::XEvent| {
+        let at = line.timestamp_ns * 1000 + e.offset_ps();
+        ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64)
+    };
     // attn launches a GEMM and copies its input in; mlp a softmax, copying out.
     let launches: Vec<Launch> = line
         .events
@@ -74,23 +96,51 @@ fn main() -> Result<(), Box<dyn Error>> {
             } else {
                 return None;
             };
-            let at = line.timestamp_ns * 1000 + e.offset_ps();
-            let window = ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64);
             Some(Launch {
-                window,
+                window: window(e),
                 kernel,
                 copy_kind,
             })
         })
         .collect();
-    let mut trace = profiler_cuda::synthetic::trace(line.id as u32, &launches);
-    trace.all_api_calls = all_api_calls;
-    if nvtx {
-        trace
-            .activities
-            .extend(profiler_cuda::synthetic::nvtx(&launches));
+    let mut trace = synthetic::trace(line.id as u32, &launches);
+    spread_over_devices(&mut trace, extra.devices);
+    if extra.nvtx || options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true) {
+        trace.activities.extend(synthetic::nvtx(&launches));
     }
-    let calls = profiler_cuda::convert::add_to_space(&trace, &mut space, &Some);
+    if extra.graph {
+        let named = |name: &str| {
+            let id = id_of(name).ok()?;
+            Some(
+                line.events
+                    .iter()
+                    .filter(move |e| e.metadata_id == id)
+                    .map(window),
+            )
+        };
+        let nodes: Vec<CapturedNode> = [
+            ("embed", "graph_embed_kernel"),
+            ("decode", "graph_decode_kernel"),
+        ]
+        .into_iter()
+        .filter_map(|(layer, kernel)| {
+            let (start, end) = named(layer)?.next()?;
+            Some(CapturedNode {
+                at: (start + end) / 2,
+                seq: 0,
+                kernel,
+            })
+        })
+        .collect();
+        let replays: Vec<(u64, u64)> = named("replay").ok_or("no replay events")?.collect();
+        let whole = options.advanced_bool("gpu_enable_cupti_activity_graph_trace") == Some(true);
+        let graph = synthetic::graph(line.id as u32, &nodes, &replays, 1 << 20, whole);
+        trace.activities.extend(graph.activities);
+        trace.graph_notes = graph.graph_notes;
+        trace.graph_launches = graph.graph_launches;
+    }
+    apply_options(&mut trace, &options, &space);
+    let calls = prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
     println!(
         "CUDA API calls: {} on the host lines, {} left out {:?}",
         calls.kept,
@@ -105,12 +155,79 @@ fn main() -> Result<(), Box<dyn Error>> {
     for file in profile.files() {
         println!("wrote {}", file.display());
     }
+    for warning in profile.warnings() {
+        println!("warning: {warning}");
+    }
     Ok(())
 }
 
-/// Steps of `forward` (a `block` holding `attn` then `mlp`) and `backward`.
-fn profiler_core_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Error>> {
-    profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)?;
+/// Launch `i`'s device work goes to GPU `i % devices`, and every GPU is described.
+fn spread_over_devices(trace: &mut DeviceTrace, devices: u32) {
+    use prof::cuda::activity::Activity;
+    let devices = devices.max(1);
+    let mut launch = std::collections::HashMap::new();
+    for a in &mut trace.activities {
+        if let Activity::Kernel { at, .. } | Activity::Memcpy { at, .. } = a {
+            let next = launch.len() as u32;
+            let n = *launch.entry(at.correlation_id).or_insert(next);
+            at.device_id = n % devices;
+        }
+    }
+    let first = trace.devices[0].clone();
+    trace.devices = (0..devices)
+        .map(|ordinal| prof::cuda::activity::DeviceInfo {
+            ordinal,
+            ..first.clone()
+        })
+        .collect();
+}
+
+/// What the live tracer takes from the session's options, applied to the synthetic
+/// trace: the conversion's settings, and PM samples of the metrics asked for.
+fn apply_options(trace: &mut DeviceTrace, options: &ProfileOptions, space: &prof::xspace::XSpace) {
+    trace.all_api_calls |= options.advanced_bool("gpu_trace_all_api_calls") == Some(true);
+    trace.max_annotation_strings = options
+        .advanced_int("gpu_max_annotation_strings")
+        .and_then(|n| u64::try_from(n).ok());
+    trace.dump_graph_node_mapping =
+        options.advanced_bool("gpu_dump_graph_node_mapping") == Some(true);
+    trace.max_devices = options
+        .advanced_int("gpu_num_chips_to_profile_per_task")
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0);
+    if let Some(metrics) = options.advanced_str("gpu_pm_sample_counters") {
+        let metrics: Vec<&str> = metrics.split(',').map(str::trim).collect();
+        let interval_us = options
+            .advanced_int("gpu_pm_sample_interval_us")
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(500);
+        let end = space
+            .planes
+            .iter()
+            .flat_map(|p| &p.lines)
+            .map(|l| u64::try_from(l.timestamp_ns * 1000 + l.duration_ps).unwrap_or(0) / 1000)
+            .max()
+            .unwrap_or(0);
+        let devices: Vec<u32> = trace.devices.iter().map(|d| d.ordinal).collect();
+        let (names, samples) =
+            synthetic::pm_samples(&metrics, &devices, (0, end), interval_us * 1000);
+        trace.pm_metrics = names;
+        trace.pm_samples = samples;
+    }
+}
+
+/// Steps of `forward` (a `block` holding `attn` then `mlp`) and `backward`; with
+/// `graph`, a graph capture first (`graph_capture` > `embed`, `decode`) and a `replay`
+/// in each step.
+fn host_session(steps: u32, graph: bool) -> Result<prof::xspace::XSpace, Box<dyn Error>> {
+    prof::start_in_memory(ProfileOptions::default().device_tracer_level(0))?;
+    if graph {
+        let _c = trace!("graph_capture");
+        for layer in ["embed", "decode"] {
+            let _l = prof::Trace::new(layer);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     for step in 0..steps {
         let _t = trace!("Train", step_num = step);
         {
@@ -118,11 +235,17 @@ fn profiler_core_session(steps: u32) -> Result<prof::xspace::XSpace, Box<dyn Err
             let _b = trace!("block");
             for layer in ["attn", "mlp"] {
                 let _l = prof::Trace::new(layer);
-                std::thread::sleep(std::time::Duration::from_millis(1));
+                std::thread::sleep(Duration::from_millis(1));
             }
         }
-        let _b = trace!("backward");
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        {
+            let _b = trace!("backward");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if graph {
+            let _r = trace!("replay");
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
-    Ok(profiler_core::session::stop()?.into_xspace())
+    Ok(prof::stop()?.into_xspace())
 }

@@ -1,78 +1,123 @@
 #!/usr/bin/env bash
 # The GPU half of the checks, on a machine with an NVIDIA GPU and no Rust: the binaries
-# are built elsewhere and carried.
+# are built here and carried there in one compressed bundle.
 #
-#   examples/gpu_checks.sh build BIN      # here: cuda_matmul and candle_cuda (release)
-#                                         # into BIN (candle_cuda through
-#                                         # examples/build_candle_cuda.sh)
-#   examples/gpu_checks.sh run BIN OUT    # there: everything below; OUT gets
-#                                         # gpu-checks.log and profiles.tar.gz
+#   examples/gpu_checks.sh build [DIR]   # here, no CUDA needed: cuda_matmul (against
+#                                        # CUDA 13.0's CUPTI structs), candle_cuda
+#                                        # (examples/build_candle_cuda.sh) and the GPU
+#                                        # tracer's and allocator's bench binaries,
+#                                        # stripped, into DIR/bundle.tar.xz
+#                                        # (default target/gpu-carry)
+#   examples/gpu_checks.sh run DIR OUT   # there: everything below; OUT gets
+#                                        # gpu-checks.log and profiles.tar.gz
 #
-# What `run` does, each step's output in the log:
-# 1. cuda_matmul, 100 steps, with the default API filtering, written also as Perfetto
-#    and Chrome JSON (the formats' checks and XProf then read these where they run);
-# 2. the same with gpu_trace_all_api_calls=true: the API calls before filtering;
-# 3. 20 steps with gpu_enable_nvtx_tracking=true and NVTX_INJECTION64_PATH naming
-#    libcupti: cuBLAS' own NVTX ranges;
-# 4. candle_cuda: a candle-nn transformer trained on the GPU, its kernels attributed;
-# 5. cuda_matmul --overhead 10000,100000 --rounds 21, then the same loop under
-#    torch.profiler (examples/cuda_overhead_torch.py, with the python that has torch:
-#    $TORCH_PYTHON, default /opt/torch/.venv/bin/python).
+# What `run` does, each step's output in the log (each binary checks its own profile
+# and exits non-zero when it is wrong):
+#  1. cuda_matmul, 100 steps, then a CUDA graph captured once and replayed 20 steps
+#     (--graph: the replayed kernels must carry their capture's ops), with NVTX ranges
+#     the program pushes itself (--nvtx, gpu_enable_nvtx_tracking, NVTX_INJECTION64_PATH
+#     naming libcupti: the ranges on the NVTX lines, the kernels inside them carrying
+#     nvtx_range), written also as Perfetto and Chrome JSON;
+#  2. the graph again with gpu_enable_cupti_activity_graph_trace=true (one
+#     CudaGraphExec event per replay) and gpu_dump_graph_node_mapping=true;
+#  3. PM sampling of two metrics (gpu_pm_sample_counters);
+#  4. gpu_trace_all_api_calls=true (whole callback domains);
+#  5. candle_cuda: a candle-nn transformer trained on the GPU, its kernels attributed,
+#     its memory beside the driver's;
+#  6. cuda_matmul --overhead 10000,100000 --rounds 21: untraced, prof, and CUPTI's own
+#     floor (kernel activity alone; with launch callbacks) in alternated rounds;
+#  7. the benches of the launch callback, the scope hook and the tracking allocator on
+#     this machine's host CPU.
 # The CUDA libraries are looked for under $CUDA_LIB (default
 # /usr/local/cuda/targets/x86_64-linux/lib).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
 
 build() {
-    local bin=${1:?usage: gpu_checks.sh build BIN}
-    mkdir -p "$bin"
-    (cd "$here/.." && cargo build --release --features cuda --example cuda_matmul) || exit 1
-    cp "$here/../target/release/examples/cuda_matmul" "$bin/"
-    cp "$("$here/build_candle_cuda.sh" | tail -1)" "$bin/" || exit 1
-    ls -la "$bin"
+    local dir=${1:-$root/target/gpu-carry}
+    local stage
+    stage=$(mktemp -d)
+    mkdir -p "$dir"
+    # CUDA 13.0's CUPTI, the machine's: newer headers' structs grew (PM sampling's
+    # params among them). cudarc takes the version from this variable; candle's build
+    # below gets the same from nvcc 13.0, so both share one cudarc build.
+    export CUDARC_CUDA_VERSION=13000
+    (cd "$root" && cargo build --release --features cuda --example cuda_matmul) || exit 1
+    cp "$root/target/release/examples/cuda_matmul" "$stage/"
+    cp "$("$here/build_candle_cuda.sh" | tail -1)" "$stage/" || exit 1
+    (cd "$root" && cargo bench --no-run -p profiler-cuda --bench callback \
+        -p profiler-core --bench objects --message-format=json-render-diagnostics) |
+        python3 -c '
+import json, shutil, sys, os
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+            and "bench" in msg["target"]["kind"]:
+        shutil.copy2(msg["executable"], os.path.join(sys.argv[1], "bench-" + msg["target"]["name"]))
+' "$stage" || exit 1
+    strip "$stage"/cuda_matmul "$stage"/bench-* 2>/dev/null
+    cp "$here/gpu_checks.sh" "$stage/"
+    (cd "$root" && git rev-parse --short HEAD) > "$stage/COMMIT"
+    tar -C "$stage" -cJf "$dir/bundle.tar.xz" .
+    rm -rf "$stage"
+    ls -la "$dir"
 }
 
 run() {
-    local bin=${1:?usage: gpu_checks.sh run BIN OUT} out=${2:?usage: gpu_checks.sh run BIN OUT}
+    local dir=${1:?usage: gpu_checks.sh run DIR OUT} out=${2:?usage: gpu_checks.sh run DIR OUT}
     local lib=${CUDA_LIB:-/usr/local/cuda/targets/x86_64-linux/lib}
-    local py=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-    local work
+    local work bin
     work=$(mktemp -d)
-    mkdir -p "$out"
+    bin=$work/bin
+    mkdir -p "$out" "$bin"
+    tar -C "$bin" -xJf "$dir/bundle.tar.xz"
     export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     # Libraries the toolkit lacks (libcurand, which candle loads) from the NVIDIA wheels
     # beside torch, after the toolkit's own.
     local d
-    for d in "$(dirname "$(dirname "$py")")"/lib/python3*/site-packages/nvidia/*/lib; do
+    for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
         [ -d "$d" ] && LD_LIBRARY_PATH+=:$d
     done
+    local pm=sm__cycles_active.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
     step() { printf '\n=== %s (%ss)\n' "$1" "$SECONDS"; }
     {
         step "machine"
+        echo "prof $(cat "$bin/COMMIT")"
         nvidia-smi -L
         nvidia-smi --query-gpu=driver_version --format=csv,noheader
         lscpu | grep -E 'Model name|^CPU\(s\)'
         ls "$lib" | grep -E '^lib(cupti|cublas|curand|nvrtc)\.so' | xargs
-        echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-        step "1. cuda_matmul, default API filtering"
-        "$bin/cuda_matmul" --logdir "$work/matmul" --steps 100 --format perfetto,chrome
-        step "2. cuda_matmul, gpu_trace_all_api_calls=true (fails its check: calls that launch nothing)"
-        "$bin/cuda_matmul" --logdir "$work/matmul_all" --steps 100 \
+        step "1. cuda_matmul: 100 steps, a CUDA graph replayed 20 steps, NVTX ranges"
+        NVTX_INJECTION64_PATH=$lib/libcupti.so "$bin/cuda_matmul" --logdir "$work/matmul" \
+            --steps 100 --graph 20 --nvtx --option gpu_enable_nvtx_tracking=true \
+            --format perfetto,chrome
+        step "2. cuda_matmul: whole-graph launches and the node mapping"
+        "$bin/cuda_matmul" --logdir "$work/graph_trace" --steps 10 --graph 10 \
+            --option gpu_enable_cupti_activity_graph_trace=true \
+            --option gpu_dump_graph_node_mapping=true
+        step "3. cuda_matmul: PM sampling of two metrics"
+        "$bin/cuda_matmul" --logdir "$work/pm" --steps 200 --option gpu_pm_sample_counters=$pm \
+            --option gpu_pm_sample_interval_us=200
+        step "4. cuda_matmul: gpu_trace_all_api_calls=true (fails its check: calls that launch nothing)"
+        "$bin/cuda_matmul" --logdir "$work/matmul_all" --steps 20 \
             --option gpu_trace_all_api_calls=true
-        step "3. cuda_matmul, NVTX"
-        NVTX_INJECTION64_PATH=$lib/libcupti.so "$bin/cuda_matmul" --logdir "$work/nvtx" \
-            --steps 20 --option gpu_enable_nvtx_tracking=true
-        step "4. candle_cuda"
+        step "5. candle_cuda"
         "$bin/candle_cuda" --logdir "$work/candle" --steps 10 --format perfetto,chrome
-        step "5. overhead: prof"
+        step "6. overhead: prof beside CUPTI's floor"
         "$bin/cuda_matmul" --logdir "$work/overhead" --steps 2 \
             --overhead 10000,100000 --rounds 21
-        step "5. overhead: torch.profiler"
-        PYTHONUNBUFFERED=1 "$py" "$here/cuda_overhead_torch.py" --launches 10000,100000 \
-            --rounds 21 --budget-s 150
+        step "7. benches: the launch callback, the scope hook, the tracking allocator"
+        (cd "$work" && "$bin/bench-callback" --bench --warm-up-time 1 --measurement-time 3 \
+            --noplot 2>&1 | grep -E 'time:|interleaved|^\| |^gpu_tracer')
+        (cd "$work" && "$bin/bench-objects" --bench alloc --warm-up-time 1 --measurement-time 3 \
+            --noplot 2>&1 | grep -E 'time:|interleaved|alloc')
         step "done"
     } 2>&1 | tee "$out/gpu-checks.log"
-    tar czf "$out/profiles.tar.gz" -C "$work" .
+    tar czf "$out/profiles.tar.gz" -C "$work" --exclude=bin .
 }
 
 cmd=${1:-}
@@ -80,5 +125,5 @@ cmd=${1:-}
 case $cmd in
     build) build "$@" ;;
     run) run "$@" ;;
-    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -43,7 +43,31 @@
 //! [`ErrorKind::InvalidArgument`] naming what was wrong. While no session runs every
 //! annotation costs one relaxed atomic load.
 //!
+//! # Map
+//!
+//! | to | use | guide |
+//! |---|---|---|
+//! | mark steps, phases, functions | [`trace!`], [`set_metadata!`], [`instrument`], [`Counter`], [`Domain`], [`Task`], [`Frame`], [`Marker`] | [annotating] |
+//! | record `tracing` spans | [`ProfilerLayer`] (feature `tracing`) | [tracing] |
+//! | run a session | [`start`], [`stop`], [`Session`], [`profile`], [`start_in_memory`], [`pause`], [`resume`], [`ProfileOptions`] | [sessions] |
+//! | profile chosen steps, or keep a ring | [`schedule`], [`flight_recorder`] | [sessions] |
+//! | export, summarise a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`], [`summary`] | [formats], [comparing] |
+//! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
+//! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
+//! | count memory | [`TrackingAllocator`] | [memory] |
+//! | read or build profiles | [`xspace`], [`schema`] | [formats] |
+//! | plug in a device tracer | [`tracer`] | |
+//!
 //! This crate is a facade: [`profiler_core`] records, [`export`] writes.
+//!
+//! [annotating]: https://github.com/prof-rs/prof/blob/main/docs/annotating.md
+//! [tracing]: https://github.com/prof-rs/prof/blob/main/docs/tracing.md
+//! [sessions]: https://github.com/prof-rs/prof/blob/main/docs/sessions.md
+//! [formats]: https://github.com/prof-rs/prof/blob/main/docs/formats.md
+//! [comparing]: https://github.com/prof-rs/prof/blob/main/docs/comparing.md
+//! [remote]: https://github.com/prof-rs/prof/blob/main/docs/remote.md
+//! [gpu]: https://github.com/prof-rs/prof/blob/main/docs/gpu.md
+//! [memory]: https://github.com/prof-rs/prof/blob/main/docs/memory.md
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +76,8 @@ pub mod schedule;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
-pub use profiler_core::{domain, options, schema, xspace};
+pub use profiler_core::TrackingAllocator;
+pub use profiler_core::{domain, options, schema, tracer, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,
@@ -111,6 +136,32 @@ pub use profiler_cuda as cuda;
 #[cfg(feature = "candle")]
 pub use profiler_cuda::candle;
 
+/// The traits a program using prof needs in scope, in one import:
+///
+/// ```
+/// use prof::prelude::*;
+///
+/// # fn main() -> Result<(), prof::Error> {
+/// prof::start_in_memory(prof::ProfileOptions::default())?;
+/// drop(prof::trace!("work"));
+/// let profile = prof::stop()?;
+/// // `summary` and the `write_*` exporters are methods of `ProfileExport`.
+/// let table = profile.summary(&prof::summary::SummaryOptions::default());
+/// assert_eq!(table.rows()[0].name, "work");
+/// # Ok(()) }
+/// ```
+///
+/// A finished [`Profile`] is recorded by `profiler-core` and written by
+/// `profiler-export`; its export and analysis methods live in the [`ProfileExport`]
+/// trait, which the prelude brings into scope (as `tracing_subscriber::prelude` does
+/// for its extension traits). Under the `candle` feature it also brings
+/// `candle::ModuleExt` (`layer.traced("attn")`).
+pub mod prelude {
+    pub use crate::ProfileExport as _;
+    #[cfg(feature = "candle")]
+    pub use profiler_cuda::candle::ModuleExt as _;
+}
+
 /// What `#[prof::instrument]` expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
@@ -138,6 +189,32 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     let formats = options.export_formats.clone();
     let max_xplane_bytes = options.max_xplane_bytes;
     profiler_core::session::start(options, Some(writer(logdir, formats, max_xplane_bytes)))
+}
+
+/// Starts a session that keeps its profile in memory, writing nothing: [`stop`]
+/// returns it (as `torch.profiler.profile()` keeps its trace until exported). For
+/// tests, for a summary printed at the end of a run, or to write the profile
+/// elsewhere later ([`ProfileExport`]).
+///
+/// ```
+/// use prof::prelude::*;
+///
+/// prof::start_in_memory(prof::ProfileOptions::default())?;
+/// for step in 0..3 {
+///     let _step = prof::trace!("Train", step_num = step);
+/// }
+/// let profile = prof::stop()?;
+/// assert_eq!(profile.steps(), [0, 1, 2]);
+/// assert!(profile.files().is_empty());
+/// # Ok::<(), prof::Error>(())
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] for invalid options; [`ErrorKind::AlreadyExists`]
+/// when a session is running.
+pub fn start_in_memory(options: ProfileOptions) -> Result<()> {
+    register_tracers();
+    profiler_core::session::start(options, None)
 }
 
 /// Stops the session, writes its logdir run and returns the profile.
@@ -256,6 +333,36 @@ pub fn profile<R>(
     let session = Session::start(logdir, options)?;
     let result = work();
     Ok((result, session.stop()?))
+}
+
+/// The README and the guide's chapters, as doctests: every Rust snippet in them is
+/// compiled (and run, unless marked `no_run`) by `cargo test --doc`. The GPU chapter's
+/// snippets need the `cuda` and `candle` features, which CI's GPU step turns on.
+#[cfg(doctest)]
+mod guide {
+    #[doc = include_str!("../README.md")]
+    struct Readme;
+    #[doc = include_str!("../docs/annotating.md")]
+    struct Annotating;
+    #[doc = include_str!("../docs/tracing.md")]
+    struct Tracing;
+    #[doc = include_str!("../docs/sessions.md")]
+    struct Sessions;
+    #[doc = include_str!("../docs/remote.md")]
+    struct Remote;
+    #[cfg(all(feature = "cuda", feature = "candle"))]
+    #[doc = include_str!("../docs/gpu.md")]
+    struct Gpu;
+    #[doc = include_str!("../docs/memory.md")]
+    struct Memory;
+    #[doc = include_str!("../docs/formats.md")]
+    struct Formats;
+    #[doc = include_str!("../docs/comparing.md")]
+    struct Comparing;
+    #[doc = include_str!("../docs/cost.md")]
+    struct Cost;
+    #[doc = include_str!("../docs/checking.md")]
+    struct Checking;
 }
 
 #[cfg(all(test, feature = "cuda"))]

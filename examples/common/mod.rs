@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use prof::export::link::{LinkOptions, LinkOutcome};
 use prof::export::otlp::{OtlpOptions, Protocol};
-use prof::{ExportFormat, ProfileExport};
+use prof::prelude::*;
+use prof::ExportFormat;
 
 /// The flags every example takes, as parsed.
 pub struct Args {

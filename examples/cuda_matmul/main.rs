@@ -37,9 +37,11 @@ use prof::{trace, ProfileOptions};
 
 #[path = "../common/mod.rs"]
 mod common;
+mod floor;
 mod overhead;
 mod report;
 
+use floor::{Floor, FloorSession};
 use overhead::Rounds;
 use report::DeviceReport;
 
@@ -80,9 +82,19 @@ struct Extra {
     /// comma-separated list times each count)
     #[arg(long, value_name = "LAUNCHES", value_delimiter = ',')]
     overhead: Vec<u32>,
-    /// Rounds of each (untraced, traced) for --overhead
+    /// Rounds of each (untraced, traced, CUPTI's floor) for --overhead
     #[arg(long, value_name = "R", default_value_t = 5)]
     rounds: usize,
+    /// Also capture a step of kernels and a copy into a CUDA graph (stream capture,
+    /// under forward > bias_relu, scale, copy) and replay it in this many more steps;
+    /// the replayed kernels must carry their capture's ops
+    #[arg(long, value_name = "STEPS", default_value_t = 0)]
+    graph: u32,
+    /// Push NVTX ranges and marks around each step's GEMM and bias_relu (with
+    /// --option gpu_enable_nvtx_tracking=true and NVTX_INJECTION64_PATH naming
+    /// libcupti, they must be on the host's NVTX lines and name the kernels inside)
+    #[arg(long)]
+    nvtx: bool,
 }
 
 fn main() -> Result<()> {
@@ -91,6 +103,8 @@ fn main() -> Result<()> {
         Extra {
             overhead: overhead_launches,
             rounds,
+            graph: graph_steps,
+            nvtx,
         },
     ) = common::parse::<Extra>(
         "cuda_matmul",
@@ -110,15 +124,21 @@ fn main() -> Result<()> {
     let b: Vec<f32> = (0..N * N).map(|i| pseudo_random(i, 2)).collect();
     let bias: Vec<f32> = (0..N).map(|j| pseudo_random(j, 3)).collect();
 
-    prof::start(&args.logdir, args.options(ProfileOptions::default()))?;
+    let options = args.options(ProfileOptions::default());
+    let nvtx_tracked = nvtx && options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true);
+    let graph_trace = options.advanced_bool("gpu_enable_cupti_activity_graph_trace") == Some(true);
+    prof::start(&args.logdir, options)?;
     let mut result = Vec::new();
     for step in 0..args.steps {
         let _step = trace!("Train", step_num = step);
-        result = gpu.step(&a, &b, &bias)?;
+        result = gpu.step(&a, &b, &bias, nvtx)?;
     }
     {
         let _t = trace!("two_streams");
         gpu.two_streams()?;
+    }
+    if graph_steps > 0 {
+        gpu.graph(args.steps, graph_steps)?;
     }
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
     check_product(&a, &b, &bias, &result)?;
@@ -135,6 +155,12 @@ fn main() -> Result<()> {
         return Ok(());
     }
     found.check(args.steps)?;
+    if graph_steps > 0 {
+        found.check_graph(graph_steps, graph_trace)?;
+    }
+    if nvtx_tracked {
+        found.check_nvtx(args.steps)?;
+    }
 
     for &launches in &overhead_launches {
         let rounds = gpu.overhead(launches as usize, rounds.max(1))?;
@@ -196,8 +222,9 @@ impl Gpu {
         })
     }
 
-    /// One step: copies in, `relu(a·b + bias)` on the GPU, the result copied out.
-    fn step(&self, a: &[f32], b: &[f32], bias: &[f32]) -> Result<Vec<f32>> {
+    /// One step: copies in, `relu(a·b + bias)` on the GPU, the result copied out. With
+    /// `nvtx`, the GEMM and bias_relu are inside NVTX ranges, and a mark is made.
+    fn step(&self, a: &[f32], b: &[f32], bias: &[f32], nvtx: bool) -> Result<Vec<f32>> {
         let (a, b, bias) = {
             let _t = trace!("h2d", bytes = 4 * (a.len() + b.len() + bias.len()));
             (
@@ -210,8 +237,13 @@ impl Gpu {
             let _t = trace!("alloc_output");
             self.stream.alloc_zeros::<f32>(N * N)?
         };
+        let nvtx_step = nvtx.then(|| nvtx::range!("matmul_nvtx"));
+        if nvtx {
+            nvtx::mark!("gemm_next");
+        }
         {
             let _t = trace!("gemm", m = N, n = N, k = N);
+            let _r = nvtx.then(|| nvtx::range!("gemm_nvtx"));
             let n = N as i32;
             let cfg = GemmConfig {
                 transa: cublasOperation_t::CUBLAS_OP_N,
@@ -239,6 +271,7 @@ impl Gpu {
             // rows×cols threads, and the kernel bounds-checks its index.
             unsafe { launch.launch(LaunchConfig::for_num_elems((N * N) as u32)) }?;
         }
+        drop(nvtx_step);
         let _t = trace!("d2h");
         Ok(self.stream.clone_dtoh(&c)?)
     }
@@ -271,6 +304,57 @@ impl Gpu {
         Ok(())
     }
 
+    /// Captures a step into a CUDA graph once, on a stream of its own (under
+    /// `forward`, then `bias_relu`, `scale` and `copy`: two kernel nodes and a copy
+    /// node), then replays it in `steps` steps (`Train` holding `replay`), numbered
+    /// after `first` ones.
+    fn graph(&self, first: u32, steps: u32) -> Result<()> {
+        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        let stream = self.ctx.new_stream()?;
+        // Everything below runs on this one stream: no cross-stream ordering is needed,
+        // and event records would not be allowed inside the capture.
+        // SAFETY: no buffer made here is used on another stream.
+        unsafe { self.ctx.disable_event_tracking() };
+        let mut x = stream.alloc_zeros::<f32>(N * N)?;
+        let bias = stream.alloc_zeros::<f32>(N)?;
+        let mut copy = stream.alloc_zeros::<f32>(N * N)?;
+        stream.synchronize()?;
+        let (rows, cols, by, n) = (N as i32, N as i32, 0.5f32, (N * N) as i32);
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        {
+            let _f = trace!("forward");
+            {
+                let _t = trace!("bias_relu");
+                let mut launch = stream.launch_builder(&self.bias_relu);
+                launch.arg(&mut x).arg(&bias).arg(&rows).arg(&cols);
+                // SAFETY: `bias_relu(float*, const float*, int, int)`; x holds rows×cols
+                // floats and bias cols, and the kernel bounds-checks its index.
+                unsafe { launch.launch(LaunchConfig::for_num_elems((N * N) as u32)) }?;
+            }
+            {
+                let _t = trace!("scale");
+                let mut launch = stream.launch_builder(&self.scale);
+                launch.arg(&mut x).arg(&by).arg(&n);
+                // SAFETY: `scale(float*, float, int)`; x holds n floats, bounds-checked.
+                unsafe { launch.launch(LaunchConfig::for_num_elems((N * N) as u32)) }?;
+            }
+            let _t = trace!("copy");
+            stream.memcpy_dtod(&x, &mut copy)?;
+        }
+        let graph = stream
+            .end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?
+            .ok_or("the capture recorded nothing")?;
+        for step in first..first + steps {
+            let _step = trace!("Train", step_num = step);
+            let _r = trace!("replay");
+            graph.launch()?;
+            stream.synchronize()?;
+        }
+        // SAFETY: back to the default, now that the graph's stream is done.
+        unsafe { self.ctx.enable_event_tracking() };
+        Ok(())
+    }
+
     /// `rounds` alternated timings of `launches` tiny kernels (each under an
     /// annotation, then one synchronize) with nothing recording and while a session
     /// traces the GPU, and of each traced round's session start and stop.
@@ -295,11 +379,11 @@ impl Gpu {
             |run: &mut dyn FnMut() -> Result<Duration>, all: &mut Rounds| -> Result<()> {
                 // In memory only: the overhead runs are not written to the logdir.
                 let t0 = Instant::now();
-                profiler_cuda_session_start()?;
+                prof::start_in_memory(ProfileOptions::default())?;
                 let started = t0.elapsed();
                 let took = run()?;
                 let t1 = Instant::now();
-                let profile = profiler_core::session::stop()?;
+                let profile = prof::stop()?;
                 let stopped = t1.elapsed();
                 let kernels = DeviceReport::of(profile.xspace()).kernels;
                 if kernels < launches {
@@ -310,22 +394,35 @@ impl Gpu {
                 all.stop.push(stopped);
                 Ok(())
             };
+        // CUPTI alone on the same loop (no prof session: its annotations cost their
+        // atomic load, as they do untraced).
+        let floor_round =
+            |run: &mut dyn FnMut() -> Result<Duration>, floor: Floor| -> Result<Duration> {
+                let session = FloorSession::start(floor)?;
+                let took = run()?;
+                let records = session.stop()?;
+                if records < launches as u64 {
+                    return Err(format!(
+                        "CUPTI's floor ({floor:?}) saw {records} of {launches} kernels"
+                    )
+                    .into());
+                }
+                Ok(took)
+            };
         // One round of each first, not counted: module loading, CUPTI's own start-up.
         run()?;
         traced_round(&mut run, &mut Rounds::default())?;
+        floor_round(&mut run, Floor::LaunchCallbacks)?;
         for _ in 0..rounds {
             all.untraced.push(run()?);
             traced_round(&mut run, &mut all)?;
+            all.floor_activity
+                .push(floor_round(&mut run, Floor::KernelActivity)?);
+            all.floor_callbacks
+                .push(floor_round(&mut run, Floor::LaunchCallbacks)?);
         }
         Ok(all)
     }
-}
-
-/// A core session with the CUPTI tracer (what `prof::start` does, without a logdir).
-fn profiler_cuda_session_start() -> Result<()> {
-    prof::cuda::register();
-    profiler_core::session::start(ProfileOptions::default(), None)?;
-    Ok(())
 }
 
 /// A value in [-0.5, 0.5) from an index and a seed, the same on every run.

@@ -8,6 +8,10 @@ use std::time::Duration;
 pub(crate) struct Rounds {
     pub(crate) untraced: Vec<Duration>,
     pub(crate) traced: Vec<Duration>,
+    /// CUPTI alone, kernel activity records only.
+    pub(crate) floor_activity: Vec<Duration>,
+    /// CUPTI alone, kernel activity and a callback on the launch functions.
+    pub(crate) floor_callbacks: Vec<Duration>,
     /// The traced rounds' `start` (CUPTI's set-up).
     pub(crate) start: Vec<Duration>,
     /// The traced rounds' `stop` (flushing and collecting the records).
@@ -33,8 +37,12 @@ impl Rounds {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
                 (lo.min(r), hi.max(r))
             });
-        let per_launch_ns = (traced.as_secs_f64() - untraced.as_secs_f64()) * 1e9 / launches as f64;
-        format!(
+        let added = |times: &[Duration]| {
+            let (median, ..) = spread_of(times);
+            (median.as_secs_f64() - untraced.as_secs_f64()) * 1e9 / launches as f64
+        };
+        let per_launch_ns = added(&self.traced);
+        let mut line = format!(
             "overhead on {launches} launches, {} alternated rounds: untraced {}, traced {}: \
              {:.3}x (rounds {:.3}-{:.3}), {per_launch_ns:+.0} ns per launch; \
              once per session: start {}, stop {}",
@@ -46,7 +54,21 @@ impl Rounds {
             ratio_hi,
             spread(&self.start),
             spread(&self.stop),
-        )
+        );
+        if !self.floor_callbacks.is_empty() {
+            let (activity, callbacks) = (added(&self.floor_activity), added(&self.floor_callbacks));
+            let (floor, ..) = spread_of(&self.floor_callbacks);
+            line.push_str(&format!(
+                "\n  CUPTI's floor in the same rounds: kernel activity {} ({activity:+.0} ns per launch), \
+                 + launch callbacks {} ({callbacks:+.0} ns per launch, {:.3}x); \
+                 prof adds {:.2}x what the floor with callbacks adds",
+                spread(&self.floor_activity),
+                spread(&self.floor_callbacks),
+                floor.as_secs_f64() / untraced.as_secs_f64(),
+                per_launch_ns / callbacks.max(1.0),
+            ));
+        }
+        line
     }
 }
 

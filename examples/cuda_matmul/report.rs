@@ -39,6 +39,18 @@ pub(crate) struct DeviceReport {
     nvtx_names: std::collections::BTreeMap<String, usize>,
     /// Kernels that carry the NVTX range they were launched in (`nvtx_range`).
     nvtx_kernels: usize,
+    /// Device work that ran inside a CUDA graph (it carries `cuda_graph_node_id`).
+    graph_work: usize,
+    /// (name, `tf_op`) of that work.
+    graph_ops: Vec<(String, String)>,
+    /// Of it, work without a `tf_op`.
+    graph_unattributed: usize,
+    /// Whole-graph launches (`CudaGraphExec:<id>`, gpu_enable_cupti_activity_graph_trace).
+    graph_execs: usize,
+    /// Host graph launches carrying `cuda_graph_id`.
+    graph_launches: usize,
+    /// Counter samples on the GPU planes by counter (PM metrics, device memory).
+    gpu_counters: std::collections::BTreeMap<String, usize>,
 }
 
 impl DeviceReport {
@@ -61,10 +73,14 @@ impl DeviceReport {
                 }
             }
             let correlation = host.stat_id("correlation_id");
+            let graph_id = host.stat_id("cuda_graph_id");
             for e in host.lines.iter().flat_map(|l| &l.events) {
                 let Some(name) = host.event_name(e.metadata_id) else {
                     continue;
                 };
+                if name.starts_with("cuGraphLaunch") && e.stat(graph_id).is_some() {
+                    report.graph_launches += 1;
+                }
                 if !(name.starts_with("cu") && name.contains(|c: char| c.is_ascii_uppercase())) {
                     continue; // not a CUDA API call
                 }
@@ -82,7 +98,32 @@ impl DeviceReport {
             .filter(|p| p.name.starts_with("/device:GPU:"))
         {
             report.planes += 1;
+            for line in plane
+                .lines
+                .iter()
+                .filter(|l| l.name == schema::COUNTERS_LINE)
+            {
+                for e in &line.events {
+                    let name = plane.event_name(e.metadata_id).unwrap_or("?");
+                    *report.gpu_counters.entry(name.to_owned()).or_default() += 1;
+                }
+            }
             for e in correlated_events(plane) {
+                if e.name.starts_with("CudaGraphExec:") {
+                    report.graph_execs += 1;
+                }
+                if e.in_graph {
+                    report.graph_work += 1;
+                    match &e.tf_op {
+                        Some(op) => {
+                            let pair = (e.name.clone(), op.clone());
+                            if !report.graph_ops.contains(&pair) {
+                                report.graph_ops.push(pair);
+                            }
+                        }
+                        None => report.graph_unattributed += 1,
+                    }
+                }
                 if e.is_kernel {
                     report.kernels += 1;
                     report.nvtx_kernels += usize::from(e.nvtx_range.is_some());
@@ -121,6 +162,102 @@ impl DeviceReport {
         }
         report.lags_us.sort_by(f64::total_cmp);
         report
+    }
+
+    /// Errors unless the `steps` graph replays are there: each replay's two kernels and
+    /// copy carrying the ops of their capture (`forward/bias_relu:bias_relu`, ...) and
+    /// the graph's launch on the host carrying the graph's id; or, with `whole` (graph
+    /// trace), one `CudaGraphExec` event per replay.
+    pub(crate) fn check_graph(&self, steps: u32, whole: bool) -> Result<()> {
+        let steps = steps as usize;
+        let has_op =
+            |name: &str, op: &str| self.graph_ops.iter().any(|(n, o)| n == name && o == op);
+        let problems: Vec<String> = [
+            (self.graph_launches < steps).then(|| {
+                format!(
+                    "{} of {steps} graph launches carry cuda_graph_id",
+                    self.graph_launches
+                )
+            }),
+            (whole && self.graph_execs < steps).then(|| {
+                format!(
+                    "{} CudaGraphExec events for {steps} replays",
+                    self.graph_execs
+                )
+            }),
+            (!whole && self.graph_work < 3 * steps).then(|| {
+                format!(
+                    "{} graph nodes' work for {steps} replays of 3 nodes",
+                    self.graph_work
+                )
+            }),
+            (!whole && self.graph_unattributed > 0).then(|| {
+                format!(
+                    "{} graph nodes' work without the op of its capture",
+                    self.graph_unattributed
+                )
+            }),
+            (!whole && !has_op("bias_relu", "forward/bias_relu:bias_relu")).then(|| {
+                format!(
+                    "no replayed bias_relu under forward/bias_relu: {:?}",
+                    self.graph_ops
+                )
+            }),
+            (!whole && !has_op("scale", "forward/scale:scale")).then(|| {
+                format!(
+                    "no replayed scale under forward/scale: {:?}",
+                    self.graph_ops
+                )
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the CUDA graph's replays are not right: {}",
+                problems.join("; ")
+            )
+            .into())
+        }
+    }
+
+    /// Errors unless the NVTX ranges this example pushes (`--nvtx`) are on the host's
+    /// NVTX lines and name the kernels launched inside them.
+    pub(crate) fn check_nvtx(&self, steps: u32) -> Result<()> {
+        let steps = steps as usize;
+        let ranges = |name: &str| self.nvtx_names.get(name).copied().unwrap_or(0);
+        let problems: Vec<String> = [
+            (ranges("matmul_nvtx") < steps).then(|| {
+                format!(
+                    "{} matmul_nvtx ranges for {steps} steps",
+                    ranges("matmul_nvtx")
+                )
+            }),
+            (ranges("gemm_nvtx") < steps)
+                .then(|| format!("{} gemm_nvtx ranges for {steps} steps", ranges("gemm_nvtx"))),
+            (self.nvtx_kernels < 2 * steps).then(|| {
+                format!(
+                    "{} kernels carry nvtx_range for {steps} steps",
+                    self.nvtx_kernels
+                )
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the NVTX ranges are not right: {} (seen: {:?})",
+                problems.join("; "),
+                self.nvtx_names
+            )
+            .into())
+        }
     }
 
     /// Errors unless the planes hold what `steps` steps launched, linked and aligned.
@@ -202,7 +339,8 @@ impl std::fmt::Display for DeviceReport {
             "{} GPU plane(s): {} kernels ({}), {} copies; {} linked to their launch, \
              launch -> start min {:.1} us, median {:.1} us; annotations {:?}; ops {:?}; \
              host API calls {:?}; two streams {} ({:?}); NVTX: {} events {:?}, {} kernels \
-             with nvtx_range",
+             with nvtx_range; graphs: {} launches with cuda_graph_id, {} nodes' work \
+             ({} without an op) {:?}, {} whole-graph events; GPU counters {:?}",
             self.planes,
             self.kernels,
             self.kernel_names.join(", "),
@@ -222,6 +360,12 @@ impl std::fmt::Display for DeviceReport {
             self.nvtx_events,
             self.nvtx_names,
             self.nvtx_kernels,
+            self.graph_launches,
+            self.graph_work,
+            self.graph_unattributed,
+            self.graph_ops,
+            self.graph_execs,
+            self.gpu_counters,
         )
     }
 }
@@ -252,6 +396,8 @@ struct Correlated {
     annotation: Option<String>,
     /// Its `tf_op` stat.
     tf_op: Option<String>,
+    /// Whether it ran as a node of a CUDA graph (`cuda_graph_node_id`).
+    in_graph: bool,
 }
 
 /// Every event of `plane` that carries a `correlation_id`.
@@ -281,6 +427,7 @@ fn correlated_events(plane: &XPlane) -> Vec<Correlated> {
                     is_kernel: plane.find_stat(&e.stats, "kernel_details").is_some(),
                     annotation,
                     tf_op,
+                    in_graph: plane.find_stat(&e.stats, "cuda_graph_node_id").is_some(),
                 })
             })
         })
@@ -309,8 +456,7 @@ mod tests {
     /// `all_api_calls`.
     fn shaped_like_the_example_with(steps: u32, all_api_calls: bool) -> XSpace {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
-            .expect("start");
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         for step in 0..steps {
             let _step = trace!("Train", step_num = step);
             for name in ["h2d", "gemm", "bias_relu", "d2h"] {
@@ -318,7 +464,7 @@ mod tests {
                 std::thread::sleep(Duration::from_micros(300));
             }
         }
-        let mut space = profiler_core::session::stop().expect("stop").into_xspace();
+        let mut space = prof::stop().expect("stop").into_xspace();
         let host = space.plane(schema::HOST_PLANE).expect("host plane");
         let (line, windows) = host
             .lines
@@ -438,11 +584,107 @@ mod tests {
     #[test]
     fn a_host_only_profile_fails_the_check() {
         let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-        profiler_core::session::start(ProfileOptions::default().device_tracer_level(0), None)
-            .expect("start");
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
         drop(trace!("Train", step_num = 0));
-        let space = profiler_core::session::stop().expect("stop").into_xspace();
+        let space = prof::stop().expect("stop").into_xspace();
         let err = DeviceReport::of(&space).check(1).expect_err("no GPU plane");
         assert!(err.to_string().contains("no /device:GPU plane"), "{err}");
+    }
+
+    /// A graph captured under `forward` > `bias_relu`, `scale`, `copy` and replayed in
+    /// `replays` steps, as `Gpu::graph` makes it, with synthetic records; `notes` keeps
+    /// the tracer's notes of the capture.
+    fn graph_profile(replays: u32, notes: bool, whole: bool) -> XSpace {
+        let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+        prof::start_in_memory(ProfileOptions::default().device_tracer_level(0)).expect("start");
+        {
+            let _f = trace!("forward");
+            for layer in ["bias_relu", "scale", "copy"] {
+                let _t = prof::Trace::new(layer);
+                std::thread::sleep(Duration::from_micros(300));
+            }
+        }
+        for step in 0..replays {
+            let _s = trace!("Train", step_num = step);
+            let _r = trace!("replay");
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        let mut space = prof::stop().expect("stop").into_xspace();
+        let host = space.plane(schema::HOST_PLANE).expect("host plane");
+        let line = host
+            .lines
+            .iter()
+            .find(|l| !l.events.is_empty())
+            .expect("a line");
+        let window = |name: &str| -> Vec<(u64, u64)> {
+            line.events
+                .iter()
+                .filter(|e| host.event_name(e.metadata_id) == Some(name))
+                .map(|e| {
+                    let at = line.timestamp_ns * 1000 + e.offset_ps();
+                    ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64)
+                })
+                .collect()
+        };
+        let nodes: Vec<_> = [
+            ("bias_relu", "bias_relu"),
+            ("scale", "scale"),
+            ("copy", "copy_kernel"),
+        ]
+        .into_iter()
+        .map(|(layer, kernel)| {
+            let (start, end) = window(layer)[0];
+            prof::cuda::synthetic::CapturedNode {
+                at: (start + end) / 2,
+                seq: 0,
+                kernel,
+            }
+        })
+        .collect();
+        let mut trace =
+            prof::cuda::synthetic::graph(line.id as u32, &nodes, &window("replay"), 900, whole);
+        if !notes {
+            trace.graph_notes.clear();
+        }
+        prof::cuda::convert::add_to_space(&trace, &mut space, &Some);
+        space
+    }
+
+    #[test]
+    fn replayed_graph_kernels_must_carry_their_capture_ops() {
+        let report = DeviceReport::of(&graph_profile(3, true, false));
+        assert_eq!(
+            (report.graph_launches, report.graph_work),
+            (3, 9),
+            "{report}"
+        );
+        report.check_graph(3, false).expect("a right graph passes");
+        let err = report.check_graph(4, false).expect_err("4 replays");
+        assert!(err.to_string().contains("3 of 4 graph launches"), "{err}");
+        // Without the capture's notes the kernels take the replay's op: caught.
+        let report = DeviceReport::of(&graph_profile(2, false, false));
+        let err = report.check_graph(2, false).expect_err("wrong ops");
+        assert!(
+            err.to_string()
+                .contains("no replayed bias_relu under forward/bias_relu"),
+            "{err}"
+        );
+        // Whole-graph launches: one event per replay.
+        let report = DeviceReport::of(&graph_profile(2, true, true));
+        assert_eq!(report.graph_execs, 2, "{report}");
+        report.check_graph(2, true).expect("whole launches pass");
+    }
+
+    #[test]
+    fn nvtx_ranges_must_be_there_and_name_the_kernels() {
+        let mut report = DeviceReport::default();
+        let err = report.check_nvtx(2).expect_err("no ranges");
+        assert!(
+            err.to_string().contains("0 matmul_nvtx ranges for 2 steps"),
+            "{err}"
+        );
+        report.nvtx_names = [("matmul_nvtx".to_owned(), 2), ("gemm_nvtx".to_owned(), 2)].into();
+        report.nvtx_kernels = 4;
+        report.check_nvtx(2).expect("ranges and kernels");
     }
 }

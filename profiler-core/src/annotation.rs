@@ -163,7 +163,7 @@ fn close(event: &buffer::EventRef) -> Option<u64> {
         return None;
     }
     if event.flags() & HOOKED != 0 {
-        scope::exit(event.seq());
+        scope::exit();
     }
     Some(buffer::end_event(event))
 }

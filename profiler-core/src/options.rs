@@ -170,9 +170,12 @@ impl ProfileOptions {
             };
             let ok = match (spec.kind, value) {
                 (ConfigKind::Int, ConfigValue::Int(v)) => *v >= 0,
+                (ConfigKind::Positive, ConfigValue::Int(v)) => *v >= 1,
+                (ConfigKind::Range(lo, hi), ConfigValue::Int(v)) => (lo..=hi).contains(v),
                 (ConfigKind::Limit, ConfigValue::Int(v)) => *v >= -1,
                 (ConfigKind::Bool, ConfigValue::Bool(_)) => true,
                 (ConfigKind::Str, ConfigValue::Str(_)) => true,
+                (ConfigKind::NameList, ConfigValue::Str(s)) => is_name_list(s),
                 _ => false,
             };
             if !ok {
@@ -189,6 +192,14 @@ impl ProfileOptions {
     pub fn advanced_int(&self, key: &str) -> Option<i64> {
         match self.advanced_configuration.get(key) {
             Some(ConfigValue::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The string value of an `advanced_configuration` key, if set.
+    pub fn advanced_str(&self, key: &str) -> Option<&str> {
+        match self.advanced_configuration.get(key) {
+            Some(ConfigValue::Str(v)) => Some(v),
             _ => None,
         }
     }
@@ -318,11 +329,30 @@ impl From<u32> for ConfigValue {
     }
 }
 
+/// A comma-separated list of names (`a.b_c,d`): each non-empty, of letters, digits,
+/// `_` and `.`, spaces around commas allowed.
+fn is_name_list(s: &str) -> bool {
+    !s.trim().is_empty()
+        && s.split(',').all(|name| {
+            let name = name.trim();
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        })
+}
+
 /// The type an `advanced_configuration` key takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigKind {
     /// A non-negative integer.
     Int,
+    /// A positive integer.
+    Positive,
+    /// An integer in an inclusive range.
+    Range(i64, i64),
+    /// A comma-separated list of names (metric names): letters, digits, `_` and `.`.
+    NameList,
     /// A cap: a non-negative integer, or -1 for no limit (as TSL's GPU options take).
     Limit,
     /// A boolean.
@@ -335,6 +365,11 @@ impl fmt::Display for ConfigKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ConfigKind::Int => "a non-negative integer",
+            ConfigKind::Positive => "a positive integer",
+            ConfigKind::Range(lo, hi) => return write!(f, "an integer from {lo} to {hi}"),
+            ConfigKind::NameList => {
+                "a comma-separated list of names (letters, digits, '_' and '.')"
+            }
             ConfigKind::Limit => "a non-negative integer, or -1 for no limit",
             ConfigKind::Bool => "a bool",
             ConfigKind::Str => "a string",
@@ -395,11 +430,119 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         doc: "record NVTX ranges and marks (CUPTI's marker records) on a host line per thread, `NVTX (thread <tid>)`, with their domain, and give device work the innermost range open at its launch as `nvtx_range`, as TSL does; NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names libcupti (the profile warns otherwise); default false",
         device: true,
     },
+    ConfigKey {
+        name: "gpu_enable_cupti_activity_graph_trace",
+        kind: ConfigKind::Bool,
+        doc: "record each CUDA graph launch as one event on its stream line, `CudaGraphExec:<graph id>`, instead of one per node (CUPTI's GRAPH_TRACE records); default false",
+        device: true,
+    },
+    ConfigKey {
+        name: "gpu_dump_graph_node_mapping",
+        kind: ConfigKind::Bool,
+        doc: "write each CUDA graph's nodes, with the node each was cloned from, its kind and the annotation open when it was captured, on a `CUDA graph nodes` line of the GPU plane (and the summary); default false",
+        device: true,
+    },
+    ConfigKey {
+        name: "gpu_pm_sample_counters",
+        kind: ConfigKind::NameList,
+        doc: "CUPTI performance-monitor metrics to sample (PM sampling, CUPTI >= 12.6), comma-separated, e.g. sm__cycles_active.avg.pct_of_peak_sustained_elapsed; each becomes a counter track of the GPU plane",
+        device: true,
+    },
+    ConfigKey {
+        name: "gpu_pm_sample_interval_us",
+        kind: ConfigKind::Positive,
+        doc: "interval between PM samples, microseconds; default 500",
+        device: true,
+    },
+    ConfigKey {
+        name: "gpu_pm_sample_buffer_size_per_gpu_mb",
+        kind: ConfigKind::Range(64, 4096),
+        doc: "the hardware buffer PM samples collect in, per GPU, MiB; default 64",
+        device: true,
+    },
+    ConfigKey {
+        name: "gpu_num_chips_to_profile_per_task",
+        kind: ConfigKind::Int,
+        doc: "profile GPUs 0..N-1 only, as TSL does; 0 (the default) or more than there are means all of them",
+        device: true,
+    },
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_gpu_key_jax_documents_is_taken_and_checked() {
+        let ok = ProfileOptions::default()
+            .advanced("gpu_enable_cupti_activity_graph_trace", true)
+            .advanced("gpu_dump_graph_node_mapping", false)
+            .advanced(
+                "gpu_pm_sample_counters",
+                "sm__cycles_active.avg.pct_of_peak_sustained_elapsed, dram__throughput.avg.pct_of_peak_sustained_elapsed",
+            )
+            .advanced("gpu_pm_sample_interval_us", 500)
+            .advanced("gpu_pm_sample_buffer_size_per_gpu_mb", 64)
+            .advanced("gpu_num_chips_to_profile_per_task", 0);
+        ok.validate().expect("valid");
+        for (key, value, says) in [
+            (
+                "gpu_pm_sample_interval_us",
+                ConfigValue::Int(0),
+                "a positive integer",
+            ),
+            (
+                "gpu_pm_sample_buffer_size_per_gpu_mb",
+                ConfigValue::Int(63),
+                "from 64 to 4096",
+            ),
+            (
+                "gpu_pm_sample_buffer_size_per_gpu_mb",
+                ConfigValue::Int(4097),
+                "from 64 to 4096",
+            ),
+            (
+                "gpu_pm_sample_counters",
+                ConfigValue::Str("a,,b".into()),
+                "comma-separated",
+            ),
+            (
+                "gpu_pm_sample_counters",
+                ConfigValue::Str("".into()),
+                "comma-separated",
+            ),
+            (
+                "gpu_pm_sample_counters",
+                ConfigValue::Str("sm__x; rm -rf".into()),
+                "comma-separated",
+            ),
+            (
+                "gpu_pm_sample_counters",
+                ConfigValue::Int(3),
+                "comma-separated",
+            ),
+            (
+                "gpu_enable_cupti_activity_graph_trace",
+                ConfigValue::Int(1),
+                "a bool",
+            ),
+            (
+                "gpu_num_chips_to_profile_per_task",
+                ConfigValue::Int(-1),
+                "non-negative",
+            ),
+        ] {
+            let err = ProfileOptions::default()
+                .advanced(key, value.clone())
+                .validate()
+                .expect_err(key);
+            let msg = err.to_string();
+            assert!(
+                msg.contains(key) && msg.contains(says),
+                "{key} = {value:?}: {msg}"
+            );
+        }
+    }
 
     #[test]
     fn defaults_are_valid() {

@@ -41,8 +41,9 @@ impl ScopeId {
         }
     }
 
-    /// The annotation recorded as record `seq` on this thread.
-    fn of(seq: u64) -> ScopeId {
+    /// The annotation recorded as record `seq` on this thread (what a [`ScopeHook`]
+    /// was told of), with the thread's host line.
+    pub fn on_this_thread(seq: u64) -> ScopeId {
         ScopeId {
             line: buffer::this_line(),
             seq,
@@ -52,14 +53,18 @@ impl ScopeId {
 
 /// Called when a recorded annotation opens and closes on the current thread.
 ///
-/// `exit` is called for every `enter`, on the same thread, in nesting order, even when
-/// the session stopped meanwhile (so a hook keeping a per-thread stack stays balanced).
+/// `enter` is given the annotation's record number on its thread
+/// ([`ScopeId::on_this_thread`] makes its full id, line included, when the hook needs
+/// one). `exit` is called for every `enter`, on the same thread, in nesting order, even
+/// when the session stopped meanwhile, so a hook keeping a per-thread stack stays
+/// balanced: it closes the innermost annotation the hook was told of. Neither is given
+/// more, so that an annotation pays for no lookup the hook may not need.
 #[derive(Debug)]
 pub struct ScopeHook {
-    /// The annotation opened.
-    pub enter: fn(ScopeId),
-    /// The annotation closed.
-    pub exit: fn(ScopeId),
+    /// The annotation recorded as record `seq` on this thread opened.
+    pub enter: fn(seq: u64),
+    /// The innermost annotation opened on this thread closed.
+    pub exit: fn(),
 }
 
 static HOOK: AtomicPtr<ScopeHook> = AtomicPtr::new(std::ptr::null_mut());
@@ -104,20 +109,20 @@ pub(crate) fn enter(event: &EventRef) -> bool {
 fn tell_enter(seq: u64) -> bool {
     match hook() {
         Some(h) => {
-            (h.enter)(ScopeId::of(seq));
+            (h.enter)(seq);
             true
         }
         None => false,
     }
 }
 
-/// Tells the hook installed now, if any, that the annotation recorded as record `seq`
+/// Tells the hook installed now, if any, that the innermost annotation it was told of
 /// on this thread closed.
 #[cold]
 #[inline(never)]
-pub(crate) fn exit(seq: u64) {
+pub(crate) fn exit() {
     if let Some(h) = hook() {
-        (h.exit)(ScopeId::of(seq));
+        (h.exit)();
     }
 }
 

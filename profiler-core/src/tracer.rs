@@ -15,7 +15,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::clock::Anchor;
+use crate::clock::{Anchor, TickScale};
 use crate::options::ProfileOptions;
 use crate::xspace::XSpace;
 
@@ -129,6 +129,7 @@ pub(crate) fn collect_all(
     let clock = SessionClock {
         start: start.instant,
         stop: stop.instant,
+        ticks: Some(TickScale::between(start, stop)),
     };
     for tracer in &mut tracers {
         tracer.collect(space, &clock);
@@ -150,12 +151,33 @@ pub fn clock_ns() -> u64 {
 pub struct SessionClock {
     start: Instant,
     stop: Instant,
+    /// How the session's raw ticks ([`crate::clock::now`]) convert, when known.
+    ticks: Option<TickScale>,
 }
 
 impl SessionClock {
-    /// A clock for a session between `start` and `stop` (for tests of converters).
+    /// A clock for a session between `start` and `stop` (for tests of converters);
+    /// its ticks are taken to be [`clock_ns`] readings.
     pub fn new(start: Instant, stop: Instant) -> SessionClock {
-        SessionClock { start, stop }
+        SessionClock {
+            start,
+            stop,
+            ticks: None,
+        }
+    }
+
+    /// Converts a raw tick reading of this session ([`crate::clock::now`], two of
+    /// which cost less than two [`clock_ns`] readings: a device tracer's hot path
+    /// reads them) to a [`clock_ns`] reading.
+    pub fn ticks_to_clock_ns(&self, ticks: u64) -> u64 {
+        let Some(scale) = self.ticks else {
+            return ticks;
+        };
+        let start = self
+            .start
+            .checked_duration_since(crate::clock::epoch())
+            .map_or(0, |d| d.as_nanos() as u64);
+        start.saturating_add(scale.to_ns(ticks))
     }
 
     /// Converts a [`clock_ns`] reading to nanoseconds since the session start, as host

@@ -312,31 +312,96 @@ fn profiler_core_imports_point_down_its_layers_without_cycles() {
         }
     }
 
-    // A cycle: a module that reaches itself.
-    for start in edges.keys() {
+    problems.extend(cycles(&edges));
+
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+/// Every import cycle among `edges` (module -> modules it imports), one line each: a
+/// module that reaches itself.
+fn cycles<K: AsRef<str> + Ord>(edges: &BTreeMap<K, BTreeSet<String>>) -> Vec<String> {
+    let edges: BTreeMap<&str, &BTreeSet<String>> =
+        edges.iter().map(|(k, v)| (k.as_ref(), v)).collect();
+    let mut found = Vec::new();
+    for (&start, targets) in &edges {
         let mut seen = BTreeSet::new();
-        let mut stack: Vec<(String, Vec<String>)> = edges[start]
+        let mut stack: Vec<(String, Vec<String>)> = targets
             .iter()
-            .map(|t| (t.clone(), vec![start.to_string(), t.clone()]))
+            .map(|t| (t.clone(), vec![start.to_owned(), t.clone()]))
             .collect();
         while let Some((at, trail)) = stack.pop() {
-            if at == *start {
-                problems.push(format!("import cycle: {}", trail.join(" -> ")));
+            if at == start {
+                found.push(format!("import cycle: {}", trail.join(" -> ")));
                 break;
             }
             if !seen.insert(at.clone()) {
                 continue;
             }
-            for next in edges.get(at.as_str()).into_iter().flatten() {
+            for next in edges.get(at.as_str()).into_iter().flat_map(|t| t.iter()) {
                 let mut trail = trail.clone();
                 trail.push(next.clone());
                 stack.push((next.clone(), trail));
             }
         }
     }
+    found
+}
 
-    problems.sort();
-    problems.dedup();
+/// The workspace's crates: the root package and each member, by the directory holding
+/// its `src`.
+fn workspace_crates() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("profiler-core sits in the workspace")
+        .to_path_buf();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("read Cargo.toml");
+    // `members = ["a", "b", ...]` on one line, as the workspace writes it.
+    let members = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .expect("a members list in the workspace's Cargo.toml");
+    std::iter::once(root.clone())
+        .chain(members.split('"').skip(1).step_by(2).map(|m| root.join(m)))
+        .collect()
+}
+
+/// No crate of the workspace has modules that import each other, directly or round a
+/// loop: the rule profiler-core's layers enforce, checked for every crate (each
+/// library's modules; a binary under `src/bin` is one file, a crate of its own).
+#[test]
+fn no_crate_in_the_workspace_has_an_import_cycle() {
+    let mut problems = Vec::new();
+    let crates = workspace_crates();
+    let root = crates[0].clone();
+    assert!(crates.len() >= 7, "found only {crates:?}");
+    for dir in crates {
+        let src = dir.join("src");
+        let modules = modules(&src);
+        let mut edges: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for (name, module) in &modules {
+            if name.starts_with("bin") {
+                continue;
+            }
+            for path in &module.paths {
+                if let Ok(Some(target)) = resolve(&modules, name, path) {
+                    if &target != name && !target.is_empty() {
+                        edges.entry(name).or_default().insert(target);
+                    }
+                }
+            }
+        }
+        let krate = dir
+            .strip_prefix(&root)
+            .map_or_else(|_| dir.display().to_string(), |p| p.display().to_string());
+        let krate = if krate.is_empty() {
+            "prof".to_owned()
+        } else {
+            krate
+        };
+        problems.extend(cycles(&edges).into_iter().map(|c| format!("{krate}: {c}")));
+    }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
 
@@ -369,4 +434,26 @@ fn the_checker_finds_cycles_and_upward_imports() {
     assert!(root.is_err());
     let external = resolve(&modules, "session", &["std".into(), "mem".into()]);
     assert_eq!(external, Ok(None));
+    let edges: BTreeMap<&str, BTreeSet<String>> = [
+        ("gate", BTreeSet::from(["session".to_owned()])),
+        ("session", BTreeSet::from(["gate".to_owned()])),
+        ("clock", BTreeSet::from(["gate".to_owned()])),
+    ]
+    .into();
+    let found = cycles(&edges);
+    assert!(
+        found.contains(&"import cycle: gate -> session -> gate".to_owned()),
+        "{found:?}"
+    );
+    assert_eq!(found.len(), 2, "{found:?}");
+    edges_without_cycle_pass();
+}
+
+fn edges_without_cycle_pass() {
+    let edges: BTreeMap<&str, BTreeSet<String>> = [
+        ("session", BTreeSet::from(["gate".to_owned()])),
+        ("clock", BTreeSet::from(["gate".to_owned()])),
+    ]
+    .into();
+    assert_eq!(cycles(&edges), Vec::<String>::new());
 }

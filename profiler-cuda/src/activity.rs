@@ -6,39 +6,7 @@
 
 use std::collections::BTreeMap;
 
-/// Launch geometry and resources of one kernel, as XProf's `kernel_details` says them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KernelDetails {
-    /// Registers per thread.
-    pub registers_per_thread: u16,
-    /// Static shared memory per block, bytes.
-    pub static_shared_memory: u32,
-    /// Dynamic shared memory per block, bytes.
-    pub dynamic_shared_memory: u32,
-    /// Grid dimensions (x, y, z).
-    pub grid: [u32; 3],
-    /// Block dimensions (x, y, z).
-    pub block: [u32; 3],
-}
-
-impl KernelDetails {
-    /// The `kernel_details` stat in the format XProf's kernel_stats parses
-    /// (space-separated `key:value` tokens; dimensions comma-separated), with the
-    /// theoretical occupancy as `occ_pct` when it is known (CUPTI's records do not
-    /// carry it: see [`crate::occupancy`]; XProf reads a missing token as 0).
-    pub fn to_stat(&self, occupancy_pct: Option<f64>) -> String {
-        let [gx, gy, gz] = self.grid;
-        let [bx, by, bz] = self.block;
-        let mut stat = format!(
-            "regs:{} static_shared:{} dynamic_shared:{} grid:{gx},{gy},{gz} block:{bx},{by},{bz}",
-            self.registers_per_thread, self.static_shared_memory, self.dynamic_shared_memory
-        );
-        if let Some(pct) = occupancy_pct {
-            stat.push_str(&format!(" occ_pct:{pct:.1}"));
-        }
-        stat
-    }
-}
+pub use crate::kernel::KernelDetails;
 
 /// Where an activity ran.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,8 +17,15 @@ pub struct Placement {
     pub context_id: u32,
     /// CUDA stream id.
     pub stream_id: u32,
-    /// CUPTI's correlation id, shared with the API call that launched it.
+    /// CUPTI's correlation id, shared with the API call that launched it (for work in
+    /// a graph, the graph's launch).
     pub correlation_id: u32,
+    /// The CUDA graph it ran in (`cuptiGetGraphId` numbering); 0 when launched on its
+    /// own.
+    pub graph_id: u32,
+    /// The graph node it ran as (`cuptiGetGraphNodeId`, a node of the executable
+    /// graph); 0 when launched on its own.
+    pub graph_node_id: u64,
 }
 
 /// One record kept by the tracer.
@@ -143,14 +118,47 @@ pub enum Activity {
         /// Its NVTX domain (`None` for the default domain, and on an end record).
         domain: Option<String>,
     },
+    /// A whole-graph launch (`gpu_enable_cupti_activity_graph_trace`).
+    GraphTrace(GraphTrace),
     /// The host annotation open when the API call `correlation_id` was made: the
-    /// `profiler_core::tracer::ScopeId` packed into `external_id`.
+    /// `profiler_core::tracer::ScopeId` packed into `external_id` (the launch callback
+    /// reads it from the thread's annotation stack; older producers pushed it as CUPTI's
+    /// external correlation).
     ExternalCorrelation {
         /// CUPTI's correlation id.
         correlation_id: u32,
         /// The pushed external id.
         external_id: u64,
     },
+}
+
+/// One launch of a whole CUDA graph, as CUPTI's `GRAPH_TRACE` records it
+/// (`gpu_enable_cupti_activity_graph_trace`): one record for the launch instead of one
+/// per node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphTrace {
+    /// The graph launched (`cuptiGetGraphId` numbering).
+    pub graph_id: u32,
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns.
+    pub end: u64,
+    /// Device, context, stream and the launch's correlation id.
+    pub at: Placement,
+}
+
+/// One value of one performance-monitor metric over one sampling interval
+/// (`gpu_pm_sample_counters`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PmSample {
+    /// CUDA device ordinal.
+    pub device_id: u32,
+    /// The end of the interval, ns on prof's clock.
+    pub timestamp: u64,
+    /// The metric's index in [`DeviceTrace::pm_metrics`].
+    pub metric: usize,
+    /// Its value.
+    pub value: f64,
 }
 
 /// Which point of an NVTX range (or mark) a [`Activity::Marker`] record is.
@@ -220,4 +228,20 @@ pub struct DeviceTrace {
     /// tracer then drops the others as they arrive); `None` when it was told, or
     /// when every call was asked for.
     pub api_selection_failed: Option<String>,
+    /// What the tracer saw of CUDA graphs being built: nodes with the annotation open
+    /// when each was captured, clones, executable graphs.
+    pub graph_notes: Vec<crate::graphs::GraphNote>,
+    /// Per graph launch (its correlation id), the executable graph it launched.
+    pub graph_launches: Vec<(u32, u32)>,
+    /// `gpu_dump_graph_node_mapping`: write each graph's nodes with where they came
+    /// from on a line of the GPU plane.
+    pub dump_graph_node_mapping: bool,
+    /// The performance-monitor metrics sampled (`gpu_pm_sample_counters`).
+    pub pm_metrics: Vec<String>,
+    /// Their samples.
+    pub pm_samples: Vec<PmSample>,
+    /// `gpu_num_chips_to_profile_per_task`: only devices `0..n` are profiled (`None`:
+    /// every device); the work of the others and the calls that launched it are left
+    /// out, and the profile says how many devices were.
+    pub max_devices: Option<u32>,
 }

@@ -31,6 +31,8 @@ pub mod kind {
     pub const EXTERNAL_CORRELATION: u32 = 39;
     /// `CUPTI_ACTIVITY_KIND_MEMORY2` (device memory allocations and releases).
     pub const MEMORY2: u32 = 49;
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (one record per whole-graph launch).
+    pub const GRAPH_TRACE: u32 = 51;
 }
 
 /// `CUpti_ActivityMemoryOperationType` values.
@@ -68,7 +70,9 @@ pub(crate) mod kernel {
     pub(crate) const DYNAMIC_SHARED: usize = 80;
     pub(crate) const CORRELATION: usize = 92;
     pub(crate) const NAME: usize = 104;
-    pub(crate) const PREFIX: usize = 112;
+    pub(crate) const GRAPH_NODE: usize = 144;
+    pub(crate) const GRAPH: usize = 156;
+    pub(crate) const PREFIX: usize = 160;
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemcpy5` … `Memcpy7`.
@@ -83,7 +87,9 @@ pub(crate) mod memcpy {
     pub(crate) const CONTEXT: usize = 36;
     pub(crate) const STREAM: usize = 40;
     pub(crate) const CORRELATION: usize = 44;
-    pub(crate) const PREFIX: usize = 48;
+    pub(crate) const GRAPH_NODE: usize = 64;
+    pub(crate) const GRAPH: usize = 72;
+    pub(crate) const PREFIX: usize = 76;
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemset4` and `Memset5`.
@@ -95,7 +101,21 @@ pub(crate) mod memset {
     pub(crate) const CONTEXT: usize = 36;
     pub(crate) const STREAM: usize = 40;
     pub(crate) const CORRELATION: usize = 44;
-    pub(crate) const PREFIX: usize = 48;
+    pub(crate) const GRAPH_NODE: usize = 64;
+    pub(crate) const GRAPH: usize = 72;
+    pub(crate) const PREFIX: usize = 76;
+}
+
+/// Offsets of `CUpti_ActivityGraphTrace` and `GraphTrace2` (the shared prefix).
+pub(crate) mod graph_trace {
+    pub(crate) const CORRELATION: usize = 4;
+    pub(crate) const START: usize = 8;
+    pub(crate) const END: usize = 16;
+    pub(crate) const DEVICE: usize = 24;
+    pub(crate) const GRAPH: usize = 28;
+    pub(crate) const CONTEXT: usize = 32;
+    pub(crate) const STREAM: usize = 36;
+    pub(crate) const PREFIX: usize = 40;
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemory3` and `Memory4` (`MEMORY2`
@@ -154,6 +174,7 @@ pub fn prefix_len(kind: u32) -> Option<usize> {
         kind::EXTERNAL_CORRELATION => external::PREFIX,
         kind::MEMORY2 => memory::PREFIX,
         kind::MARKER => marker::PREFIX,
+        kind::GRAPH_TRACE => graph_trace::PREFIX,
         _ => return None,
     })
 }
@@ -190,6 +211,8 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
                 context_id: u32_(kernel::CONTEXT),
                 stream_id: u32_(kernel::STREAM),
                 correlation_id: u32_(kernel::CORRELATION),
+                graph_id: u32_(kernel::GRAPH),
+                graph_node_id: u64_(kernel::GRAPH_NODE),
             },
             details: KernelDetails {
                 registers_per_thread: u16::from_le_bytes([
@@ -214,6 +237,8 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
                 context_id: u32_(memcpy::CONTEXT),
                 stream_id: u32_(memcpy::STREAM),
                 correlation_id: u32_(memcpy::CORRELATION),
+                graph_id: u32_(memcpy::GRAPH),
+                graph_node_id: u64_(memcpy::GRAPH_NODE),
             },
         },
         kind::MEMSET => Activity::Memset {
@@ -225,6 +250,8 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
                 context_id: u32_(memset::CONTEXT),
                 stream_id: u32_(memset::STREAM),
                 correlation_id: u32_(memset::CORRELATION),
+                graph_id: u32_(memset::GRAPH),
+                graph_node_id: u64_(memset::GRAPH_NODE),
             },
         },
         kind::DRIVER | kind::RUNTIME => Activity::Api {
@@ -272,8 +299,22 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
                 context_id: u32_(memory::CONTEXT),
                 stream_id: u32_(memory::STREAM),
                 correlation_id: u32_(memory::CORRELATION),
+                ..Placement::default()
             },
         },
+        kind::GRAPH_TRACE => Activity::GraphTrace(crate::activity::GraphTrace {
+            graph_id: u32_(graph_trace::GRAPH),
+            start: u64_(graph_trace::START),
+            end: u64_(graph_trace::END),
+            at: Placement {
+                device_id: u32_(graph_trace::DEVICE),
+                context_id: u32_(graph_trace::CONTEXT),
+                stream_id: u32_(graph_trace::STREAM),
+                correlation_id: u32_(graph_trace::CORRELATION),
+                graph_id: u32_(graph_trace::GRAPH),
+                graph_node_id: 0,
+            },
+        }),
         _ => return None,
     })
 }
@@ -312,7 +353,14 @@ mod tests {
         assert_eq!(offset_of!(K, dynamicSharedMemory), kernel::DYNAMIC_SHARED);
         assert_eq!(offset_of!(K, correlationId), kernel::CORRELATION);
         assert_eq!(offset_of!(K, name), kernel::NAME);
+        assert_eq!(offset_of!(K, graphNodeId), kernel::GRAPH_NODE);
+        assert_eq!(offset_of!(K, graphId), kernel::GRAPH);
         assert_eq!(std::mem::size_of::<K>(), synthetic::KERNEL9_LEN);
+        type K13 = sys::CUpti_ActivityKernel13;
+        assert_eq!(offset_of!(K13, correlationId), kernel::CORRELATION);
+        assert_eq!(offset_of!(K13, graphNodeId), kernel::GRAPH_NODE);
+        assert_eq!(offset_of!(K13, graphId), kernel::GRAPH);
+        assert_eq!(std::mem::size_of::<K13>(), synthetic::KERNEL13_LEN);
 
         type M = sys::CUpti_ActivityMemcpy5;
         assert_eq!(offset_of!(M, copyKind), memcpy::COPY_KIND);
@@ -325,6 +373,27 @@ mod tests {
         assert_eq!(offset_of!(M, contextId), memcpy::CONTEXT);
         assert_eq!(offset_of!(M, streamId), memcpy::STREAM);
         assert_eq!(offset_of!(M, correlationId), memcpy::CORRELATION);
+        assert_eq!(offset_of!(M, graphNodeId), memcpy::GRAPH_NODE);
+        assert_eq!(offset_of!(M, graphId), memcpy::GRAPH);
+        type S = sys::CUpti_ActivityMemset4;
+        assert_eq!(offset_of!(S, bytes), memset::BYTES);
+        assert_eq!(offset_of!(S, start), memset::START);
+        assert_eq!(offset_of!(S, streamId), memset::STREAM);
+        assert_eq!(offset_of!(S, correlationId), memset::CORRELATION);
+        assert_eq!(offset_of!(S, graphNodeId), memset::GRAPH_NODE);
+        assert_eq!(offset_of!(S, graphId), memset::GRAPH);
+        type G = sys::CUpti_ActivityGraphTrace2;
+        assert_eq!(offset_of!(G, correlationId), graph_trace::CORRELATION);
+        assert_eq!(offset_of!(G, start), graph_trace::START);
+        assert_eq!(offset_of!(G, end), graph_trace::END);
+        assert_eq!(offset_of!(G, deviceId), graph_trace::DEVICE);
+        assert_eq!(offset_of!(G, graphId), graph_trace::GRAPH);
+        assert_eq!(offset_of!(G, contextId), graph_trace::CONTEXT);
+        assert_eq!(offset_of!(G, streamId), graph_trace::STREAM);
+        assert_eq!(
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_GRAPH_TRACE as u32,
+            kind::GRAPH_TRACE
+        );
 
         type A = sys::CUpti_ActivityAPI;
         assert_eq!(offset_of!(A, cbid), api::CBID);
@@ -419,6 +488,8 @@ mod tests {
             dynamic_shared: 16384,
             grid: [128, 2, 1],
             block: [256, 1, 1],
+            graph_id: 3,
+            graph_node_id: 1 << 40,
         }
     }
 
@@ -450,6 +521,7 @@ mod tests {
             (at.device_id, at.context_id, at.stream_id, at.correlation_id),
             (1, 1, 7, 42)
         );
+        assert_eq!((at.graph_id, at.graph_node_id), (3, 1 << 40));
         assert_eq!(
             details.to_stat(None),
             "regs:96 static_shared:2048 dynamic_shared:16384 grid:128,2,1 block:256,1,1"
@@ -482,7 +554,8 @@ mod tests {
                         device_id: 0,
                         context_id: 1,
                         stream_id: 7,
-                        correlation_id: 5
+                        correlation_id: 5,
+                        ..Placement::default()
                     },
                 })
             );
@@ -516,6 +589,28 @@ mod tests {
     }
 
     #[test]
+    fn whole_graph_launches_are_read() {
+        let names = Names(vec![]);
+        let r = read(&synthetic::graph_trace_record(4, 100, 200, 9, 77), &names);
+        assert_eq!(
+            r,
+            Some(Activity::GraphTrace(crate::activity::GraphTrace {
+                graph_id: 4,
+                start: 100,
+                end: 200,
+                at: Placement {
+                    device_id: 0,
+                    context_id: 1,
+                    stream_id: 9,
+                    correlation_id: 77,
+                    graph_id: 4,
+                    graph_node_id: 0,
+                },
+            }))
+        );
+    }
+
+    #[test]
     fn memory_records_of_both_versions_read_the_same() {
         let names = Names(vec![]);
         let want = Some(Activity::Memory {
@@ -529,6 +624,7 @@ mod tests {
                 context_id: 1,
                 stream_id: 13,
                 correlation_id: 7,
+                ..Placement::default()
             },
         });
         for len in [synthetic::MEMORY3_LEN, synthetic::MEMORY4_LEN] {

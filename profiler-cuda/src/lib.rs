@@ -16,15 +16,21 @@
 //! (which emit no spans of their own), on the host and on the kernels they launch.
 
 pub mod activity;
+pub mod api;
+pub mod calls;
 #[cfg(feature = "candle")]
 pub mod candle;
 pub mod convert;
 mod cupti;
+pub mod graphs;
+pub mod kernel;
 pub mod layout;
 pub mod occupancy;
+pub mod scope_stack;
 pub mod stats;
 pub mod synthetic;
 
+pub use cupti::callbacks::callback;
 pub use cupti::{factory, missing_libraries, CuptiTracer};
 
 /// Adds the CUPTI tracer to every later prof session in this process (those with

@@ -8,7 +8,7 @@
 //! limits, the way the CUDA occupancy calculator does for compute capability 5.0 and
 //! later, so XProf's Kernel Stats shows it (`occ_pct` in `kernel_details`).
 
-use crate::activity::KernelDetails;
+use crate::kernel::KernelDetails;
 
 /// What one streaming multiprocessor of a device has, from the driver's device
 /// attributes.

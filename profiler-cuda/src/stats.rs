@@ -21,6 +21,23 @@ pub const NVTX_RANGE: &str = "nvtx_range";
 /// Counter: bytes of device memory in use on a GPU, on its plane's `_counters_` line.
 pub const DEVICE_BYTES_IN_USE: &str = "device_bytes_in_use";
 
+/// Stat of device work that ran inside a CUDA graph, and of the host call that
+/// launched the graph: the graph's id (`cuptiGetGraphId` numbering; uint64).
+pub const CUDA_GRAPH_ID: &str = "cuda_graph_id";
+/// Stat of device work that ran inside a CUDA graph: its node (of the executable
+/// graph; uint64).
+pub const CUDA_GRAPH_NODE_ID: &str = "cuda_graph_node_id";
+/// Stat of a whole-graph launch (`gpu_enable_cupti_activity_graph_trace`): the
+/// executable graph's id (uint64).
+pub const CUDA_GRAPH_EXEC_ID: &str = "cuda_graph_exec_id";
+/// Plane stat (`gpu_dump_graph_node_mapping`): every node of the graphs that ran on
+/// the device, a line each, with the node it was cloned from, its kind and the
+/// annotation open when it was captured.
+pub const CUDA_GRAPH_NODE_MAPPING: &str = "cuda_graph_node_mapping";
+/// Plane stat of the `/host:CPU` plane (`gpu_num_chips_to_profile_per_task`): how many
+/// devices were left out of the profile.
+pub const DEVICES_LEFT_OUT: &str = "devices_left_out";
+
 /// Stats of every kernel, copy and memset: where it ran.
 pub const DEVICE_ID: &str = "device_id";
 /// See [`DEVICE_ID`].

@@ -10,7 +10,7 @@ pub const KERNEL9_LEN: usize = 208;
 pub const KERNEL13_LEN: usize = 248;
 
 /// A kernel launch to encode.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Kernel {
     /// Pointer value CUPTI would give for the name (resolved by a `layout::Names`).
     pub name_ptr: u64,
@@ -34,6 +34,10 @@ pub struct Kernel {
     pub grid: [u32; 3],
     /// Block.
     pub block: [u32; 3],
+    /// The CUDA graph it ran in (0: none).
+    pub graph_id: u32,
+    /// Its node of the executable graph (0: none).
+    pub graph_node_id: u64,
 }
 
 fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
@@ -68,6 +72,29 @@ pub fn kernel_record(k: &Kernel, len: usize) -> Vec<u8> {
     );
     put(&mut b, kernel::CORRELATION, &k.correlation.to_le_bytes());
     put(&mut b, kernel::NAME, &k.name_ptr.to_le_bytes());
+    put(&mut b, kernel::GRAPH_NODE, &k.graph_node_id.to_le_bytes());
+    put(&mut b, kernel::GRAPH, &k.graph_id.to_le_bytes());
+    b
+}
+
+/// A `GRAPH_TRACE` record (`CUpti_ActivityGraphTrace2`, 56 bytes): a whole graph's
+/// launch on `stream` of device 0.
+pub fn graph_trace_record(
+    graph_id: u32,
+    start: u64,
+    end: u64,
+    stream: u32,
+    correlation: u32,
+) -> Vec<u8> {
+    use crate::layout::graph_trace;
+    let mut b = vec![0u8; 56];
+    put(&mut b, 0, &kind::GRAPH_TRACE.to_le_bytes());
+    put(&mut b, graph_trace::CORRELATION, &correlation.to_le_bytes());
+    put(&mut b, graph_trace::START, &start.to_le_bytes());
+    put(&mut b, graph_trace::END, &end.to_le_bytes());
+    put(&mut b, graph_trace::GRAPH, &graph_id.to_le_bytes());
+    put(&mut b, graph_trace::CONTEXT, &1u32.to_le_bytes());
+    put(&mut b, graph_trace::STREAM, &stream.to_le_bytes());
     b
 }
 
@@ -231,9 +258,11 @@ pub mod cbid {
     pub const CUDA_LAUNCH_KERNEL: u32 = 211;
     /// `cudaGetLastError_v3020` (runtime): launches nothing.
     pub const CUDA_GET_LAST_ERROR: u32 = 10;
+    /// `cuGraphLaunch` (driver).
+    pub const CU_GRAPH_LAUNCH: u32 = 514;
 
     /// (driver domain?, id, the name CUPTI gives it).
-    pub(crate) const NAMES: [(bool, u32, &str); 12] = [
+    pub(crate) const NAMES: [(bool, u32, &str); 13] = [
         (true, CU_LAUNCH_KERNEL, "cuLaunchKernel"),
         (true, CU_MEMCPY_HTOD_ASYNC, "cuMemcpyHtoDAsync_v2"),
         (true, CU_MEMCPY_DTOH_ASYNC, "cuMemcpyDtoHAsync_v2"),
@@ -250,6 +279,7 @@ pub mod cbid {
         ),
         (false, CUDA_LAUNCH_KERNEL, "cudaLaunchKernel_v7000"),
         (false, CUDA_GET_LAST_ERROR, "cudaGetLastError_v3020"),
+        (true, CU_GRAPH_LAUNCH, "cuGraphLaunch"),
     ];
 }
 
@@ -386,6 +416,7 @@ pub fn trace(line: u32, launches: &[Launch]) -> crate::activity::DeviceTrace {
                 dynamic_shared: 8192,
                 grid: [80, 4, 1],
                 block: [128, 2, 1],
+                ..Kernel::default()
             },
             if i % 2 == 0 {
                 KERNEL9_LEN
@@ -518,6 +549,163 @@ pub fn launches(
     trace(line, &launches)
 }
 
+/// A node of a graph captured by [`graph`]: captured at `at` (session ns) on host line
+/// `line`, inside the annotation recorded there as record `seq`.
+#[derive(Clone, Copy, Debug)]
+pub struct CapturedNode {
+    /// When the node was captured.
+    pub at: u64,
+    /// The annotation open then: its record number (its line is the thread's).
+    pub seq: u64,
+    /// The kernel the node runs.
+    pub kernel: &'static str,
+}
+
+/// The graph [`graph`] captures: its id, its executable graph's id, the node ids.
+pub const GRAPH_ID: u32 = 1;
+/// See [`GRAPH_ID`].
+pub const GRAPH_EXEC_ID: u32 = 5;
+/// Node `i` of the capture is `CAPTURED_NODE + i`, its clone in the executable graph
+/// `EXEC_NODE + i`.
+pub const CAPTURED_NODE: u64 = 100;
+/// See [`CAPTURED_NODE`].
+pub const EXEC_NODE: u64 = 200;
+
+/// A CUDA graph captured once and replayed in each of `replays` (session-relative ns
+/// windows of host line `line`'s replay annotations), as the tracer sees it: a node
+/// note per captured kernel (with the annotation open at its capture), the clones
+/// `cuGraphInstantiate` makes, then per replay a `cuGraphLaunch` (driver) a quarter into
+/// the window, inside the replay's annotation, and its kernels on stream 9, 10 µs apart,
+/// carrying the graph's id, their executable node and the launch's correlation id.
+/// With `whole_launches`, each replay is one `GRAPH_TRACE` record instead of its
+/// kernels (`gpu_enable_cupti_activity_graph_trace`). Correlation ids start at
+/// `first_correlation`.
+pub fn graph(
+    line: u32,
+    nodes: &[CapturedNode],
+    replays: &[(u64, u64)],
+    first_correlation: u32,
+    whole_launches: bool,
+) -> crate::activity::DeviceTrace {
+    use crate::graphs::GraphNote;
+    use profiler_core::tracer::ScopeId;
+    let mut notes = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        notes.push(GraphNote::NodeCreated {
+            graph_id: GRAPH_ID,
+            node_id: CAPTURED_NODE + i as u64,
+            node_type: 0,
+            timestamp: n.at,
+            thread_id: THREAD,
+            scope: Some(ScopeId { line, seq: n.seq }),
+        });
+    }
+    notes.push(GraphNote::ExecCreated {
+        exec_id: GRAPH_EXEC_ID,
+        graph_id: GRAPH_ID,
+    });
+    for i in 0..nodes.len() as u64 {
+        notes.push(GraphNote::NodeCloned {
+            graph_id: GRAPH_ID + 1,
+            node_id: EXEC_NODE + i,
+            original_node_id: CAPTURED_NODE + i,
+        });
+    }
+    let kernel_names: Vec<&'static str> = nodes.iter().map(|n| n.kernel).collect();
+    let mut records = Vec::new();
+    let mut launches = Vec::new();
+    for (r, &(start, end)) in replays.iter().enumerate() {
+        let correlation = first_correlation + r as u32;
+        let launch = start + (end - start) / 4;
+        records.push(external_record(
+            correlation,
+            ScopeId {
+                line,
+                seq: 1_000 + r as u64,
+            }
+            .to_u64(),
+        ));
+        records.push(api_record(
+            kind::DRIVER,
+            cbid::CU_GRAPH_LAUNCH,
+            launch,
+            launch + 4_000,
+            THREAD,
+            correlation,
+        ));
+        launches.push((correlation, GRAPH_EXEC_ID));
+        let first = launch + 8_000;
+        if whole_launches {
+            records.push(graph_trace_record(
+                GRAPH_ID,
+                first,
+                first + 10_000 * nodes.len() as u64,
+                9,
+                correlation,
+            ));
+            continue;
+        }
+        for i in 0..nodes.len() {
+            let at = first + 10_000 * i as u64;
+            records.push(kernel_record(
+                &Kernel {
+                    name_ptr: i as u64,
+                    start: at,
+                    end: at + 8_000,
+                    stream: 9,
+                    correlation,
+                    registers: 32,
+                    grid: [64, 1, 1],
+                    block: [256, 1, 1],
+                    graph_id: GRAPH_ID,
+                    graph_node_id: EXEC_NODE + i as u64,
+                    ..Kernel::default()
+                },
+                KERNEL13_LEN,
+            ));
+        }
+    }
+    let names = Names(kernel_names);
+    crate::activity::DeviceTrace {
+        activities: records
+            .iter()
+            .filter_map(|r| crate::layout::read(r, &names))
+            .collect(),
+        graph_notes: notes,
+        graph_launches: launches,
+        ..crate::activity::DeviceTrace::default()
+    }
+}
+
+/// PM samples of `metrics` on `devices`, every `interval` ns from `start` to `end`
+/// (session-relative ns): metric `m` on device `d` reads `10 × (m + 1) + d` plus the
+/// sample's index modulo 5.
+pub fn pm_samples(
+    metrics: &[&str],
+    devices: &[u32],
+    (start, end): (u64, u64),
+    interval: u64,
+) -> (Vec<String>, Vec<crate::activity::PmSample>) {
+    let mut samples = Vec::new();
+    let mut at = start + interval;
+    let mut i = 0u64;
+    while at <= end && interval > 0 {
+        for &d in devices {
+            for m in 0..metrics.len() {
+                samples.push(crate::activity::PmSample {
+                    device_id: d,
+                    timestamp: at,
+                    metric: m,
+                    value: (10 * (m as u64 + 1) + u64::from(d) + i % 5) as f64,
+                });
+            }
+        }
+        at += interval;
+        i += 1;
+    }
+    (metrics.iter().map(|m| (*m).to_owned()).collect(), samples)
+}
+
 #[cfg(test)]
 mod tests {
     use cudarc::cupti::sys;
@@ -577,6 +765,10 @@ mod tests {
             (
                 CUDA_GET_LAST_ERROR,
                 R::CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020 as u32,
+            ),
+            (
+                CU_GRAPH_LAUNCH,
+                D::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch as u32,
             ),
         ] {
             assert_eq!(ours, theirs);

@@ -15,10 +15,21 @@ use profiler_cuda::candle::{ModuleExt as _, Traced};
 
 static SCOPES: Mutex<Vec<(bool, ScopeId)>> = Mutex::new(Vec::new());
 
-fn enter(s: ScopeId) {
+/// The annotations the hook was told are open (the hook is told the record number;
+/// the id with its line is the hook's to make).
+static OPEN: Mutex<Vec<ScopeId>> = Mutex::new(Vec::new());
+
+fn enter(seq: u64) {
+    let s = ScopeId::on_this_thread(seq);
+    OPEN.lock().expect("open").push(s);
     SCOPES.lock().expect("scopes").push((true, s));
 }
-fn exit(s: ScopeId) {
+fn exit() {
+    let s = OPEN
+        .lock()
+        .expect("open")
+        .pop()
+        .expect("an exit for every enter");
     SCOPES.lock().expect("scopes").push((false, s));
 }
 static HOOK: ScopeHook = ScopeHook { enter, exit };

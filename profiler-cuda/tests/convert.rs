@@ -664,3 +664,301 @@ fn no_nvtx_records_no_nvtx_line_and_no_nvtx_range() {
     let gpu = space.plane("/device:GPU:0").expect("GPU plane");
     assert!(gpu.stat_id(profiler_cuda::convert::NVTX_RANGE).is_none());
 }
+
+/// A host plane where a graph is captured once (`forward` > `attn`, then `mlp`: one
+/// node each, captured in the middle of each) and replayed in `steps` steps (`Train` >
+/// `replay`); the capture's nodes and the replay windows.
+fn captured_and_replayed(
+    steps: u32,
+) -> (XSpace, u32, Vec<synthetic::CapturedNode>, Vec<(u64, u64)>) {
+    let one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
+    {
+        let _f = trace!("forward");
+        for layer in ["attn", "mlp"] {
+            let _l = profiler_core::Trace::new(layer);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    for step in 0..steps {
+        let _t = trace!("Train", step_num = step);
+        let _r = trace!("replay");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let space = session::stop().expect("stop").into_xspace();
+    drop(one);
+    let host = space.plane(schema::HOST_PLANE).expect("host");
+    let line = host
+        .lines
+        .iter()
+        .find(|l| !l.events.is_empty())
+        .expect("a line");
+    let window = |name| -> Vec<(u64, u64)> {
+        events(host, name)
+            .into_iter()
+            .map(|(at, e)| ((at / 1000) as u64, ((at + e.duration_ps) / 1000) as u64))
+            .collect()
+    };
+    let nodes = [("attn", "attn_kernel"), ("mlp", "mlp_kernel")]
+        .iter()
+        .map(|&(layer, kernel)| {
+            let (start, end) = window(layer)[0];
+            synthetic::CapturedNode {
+                at: (start + end) / 2,
+                seq: 0,
+                kernel,
+            }
+        })
+        .collect();
+    (space.clone(), line.id as u32, nodes, window("replay"))
+}
+
+#[test]
+fn graph_kernels_carry_the_layer_of_their_capture_and_the_step_of_their_replay() {
+    let (mut space, line, nodes, replays) = captured_and_replayed(3);
+    let trace = synthetic::graph(line, &nodes, &replays, 500, false);
+    add_to_space(&trace, &mut space, &Some);
+    assert!(space.warnings.is_empty(), "{:?}", space.warnings);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    assert_eq!(
+        tf_ops(gpu, "attn_kernel"),
+        vec![Some("forward/attn:attn".to_owned()); 3]
+    );
+    assert_eq!(
+        tf_ops(gpu, "mlp_kernel"),
+        vec![Some("forward/mlp:mlp".to_owned()); 3]
+    );
+    for (i, (_, k)) in events(gpu, "mlp_kernel").into_iter().enumerate() {
+        assert_eq!(
+            stat(gpu, k, HOST_STEP_NUM),
+            Some(&XStatValue::Int64(i as i64))
+        );
+        assert_eq!(
+            stat(gpu, k, ANNOTATION),
+            Some(&XStatValue::Str("mlp".into()))
+        );
+        assert_eq!(stat(gpu, k, "cuda_graph_id"), Some(&XStatValue::Uint64(1)));
+        assert_eq!(
+            stat(gpu, k, "cuda_graph_node_id"),
+            Some(&XStatValue::Uint64(synthetic::EXEC_NODE + 1))
+        );
+        assert_eq!(
+            stat(gpu, k, "correlation_id"),
+            Some(&XStatValue::Uint64(500 + i as u64))
+        );
+    }
+    // The replay's launch is on the host, in the step, with the graph's id and the
+    // correlation its kernels carry (XProf's launch → kernel arrows).
+    let host = space.plane(schema::HOST_PLANE).expect("host");
+    let launches = events(host, "cuGraphLaunch");
+    assert_eq!(launches.len(), 3);
+    for (i, (_, e)) in launches.into_iter().enumerate() {
+        assert_eq!(stat(host, e, "cuda_graph_id"), Some(&XStatValue::Uint64(1)));
+        assert_eq!(
+            stat(host, e, "correlation_id"),
+            Some(&XStatValue::Uint64(500 + i as u64))
+        );
+    }
+    // Without the capture's notes (a graph captured before the session) the kernels
+    // take their launch's annotation.
+    let (mut space, line, nodes, replays) = captured_and_replayed(1);
+    let mut trace = synthetic::graph(line, &nodes, &replays, 500, false);
+    trace.graph_notes.clear();
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    assert_eq!(
+        tf_ops(gpu, "attn_kernel"),
+        [Some("replay:replay".to_owned())]
+    );
+}
+
+#[test]
+fn whole_graph_launches_are_one_event_each_named_after_the_graph() {
+    let (mut space, line, nodes, replays) = captured_and_replayed(2);
+    let trace = synthetic::graph(line, &nodes, &replays, 700, true);
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    let launches = events(gpu, "CudaGraphExec:1");
+    assert_eq!(launches.len(), 2);
+    assert!(events(gpu, "attn_kernel").is_empty());
+    let (_, e) = launches[1];
+    assert_eq!(stat(gpu, e, "cuda_graph_id"), Some(&XStatValue::Uint64(1)));
+    assert_eq!(
+        stat(gpu, e, "cuda_graph_exec_id"),
+        Some(&XStatValue::Uint64(u64::from(synthetic::GRAPH_EXEC_ID)))
+    );
+    assert_eq!(
+        stat(gpu, e, "correlation_id"),
+        Some(&XStatValue::Uint64(701))
+    );
+    assert_eq!(
+        stat(gpu, e, TF_OP),
+        Some(&XStatValue::Str("replay:replay".into()))
+    );
+    assert!(gpu.lines.iter().any(|l| l.name == "Stream #9(Graph)"));
+}
+
+#[test]
+fn the_graph_node_mapping_names_every_node_and_its_capture() {
+    let (mut space, line, nodes, replays) = captured_and_replayed(1);
+    let mut trace = synthetic::graph(line, &nodes, &replays, 500, false);
+    trace.dump_graph_node_mapping = true;
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    let Some(XStatValue::Str(mapping)) = gpu.find_stat(&gpu.stats, "cuda_graph_node_mapping")
+    else {
+        panic!("no mapping stat: {:?}", gpu.stats);
+    };
+    let lines: Vec<&str> = mapping.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "graph 1 node 100: made, kernel, captured under forward/attn:attn",
+            "graph 1 node 101: made, kernel, captured under forward/mlp:mlp",
+            "graph 2 node 200: clone of node 100, kernel, captured under forward/attn:attn",
+            "graph 2 node 201: clone of node 101, kernel, captured under forward/mlp:mlp",
+        ]
+    );
+    // Off by default.
+    let (mut space, line, nodes, replays) = captured_and_replayed(1);
+    add_to_space(
+        &synthetic::graph(line, &nodes, &replays, 500, false),
+        &mut space,
+        &Some,
+    );
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    assert!(gpu
+        .find_stat(&gpu.stats, "cuda_graph_node_mapping")
+        .is_none());
+}
+
+#[test]
+fn pm_samples_are_counter_tracks_of_their_gpu_with_readable_names() {
+    let (mut space, _, _, replays) = captured_and_replayed(2);
+    let metrics = [
+        "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    ];
+    let window = (replays[0].0, replays[1].1);
+    let (names, samples) = synthetic::pm_samples(&metrics, &[0, 1], window, 200_000);
+    let trace = DeviceTrace {
+        pm_metrics: names,
+        pm_samples: samples.clone(),
+        ..DeviceTrace::default()
+    };
+    add_to_space(&trace, &mut space, &Some);
+    for device in [0, 1] {
+        let gpu = space
+            .plane(&format!("/device:GPU:{device}"))
+            .expect("GPU plane");
+        let counters = gpu
+            .lines
+            .iter()
+            .find(|l| l.name == schema::COUNTERS_LINE)
+            .expect("counters");
+        for (m, metric) in metrics.iter().enumerate() {
+            let values: Vec<f64> = counters
+                .events
+                .iter()
+                .filter(|e| gpu.event_name(e.metadata_id) == Some(*metric))
+                .map(|e| match stat(gpu, e, schema::COUNTER_VALUE) {
+                    Some(XStatValue::Double(v)) => *v,
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let want: Vec<f64> = samples
+                .iter()
+                .filter(|s| s.device_id == device && s.metric == m)
+                .map(|s| s.value)
+                .collect();
+            assert!(!want.is_empty());
+            assert_eq!(values, want, "{metric} on GPU {device}");
+        }
+        let shown: Vec<&str> = gpu
+            .event_metadata
+            .values()
+            .filter(|m| m.name.starts_with("sm__"))
+            .map(|m| m.display_name.as_str())
+            .collect();
+        assert_eq!(
+            shown,
+            ["SM cycles active (avg, % of peak sustained elapsed)"]
+        );
+    }
+}
+
+#[test]
+fn only_the_first_n_devices_are_profiled_with_the_calls_that_launched_their_work() {
+    let (space, line, windows) = host_space();
+    let mut trace = synthetic::launches(line, &windows, &["gemm_kernel"]);
+    // The third launch's kernel and copy ran on GPU 1.
+    let third = trace
+        .activities
+        .iter()
+        .find_map(|a| match a {
+            Activity::Api {
+                name,
+                correlation_id,
+                ..
+            } if name == "cuLaunchKernel" => Some(*correlation_id),
+            _ => None,
+        })
+        .expect("a launch")
+        + 2 * 9; // synthetic::trace uses 9 ids per launch
+    for a in &mut trace.activities {
+        if let Activity::Kernel { at, .. } | Activity::Memcpy { at, .. } = a {
+            if at.correlation_id == third || at.correlation_id == third + 1 {
+                at.device_id = 1;
+            }
+        }
+    }
+    let mut second = trace.devices[0].clone();
+    second.ordinal = 1;
+    trace.devices.push(second);
+    let (names, samples) = synthetic::pm_samples(
+        &["sm__a.sum"],
+        &[0, 1],
+        (windows[0].0, windows[2].1),
+        1_000_000,
+    );
+    trace.pm_metrics = names;
+    trace.pm_samples = samples;
+
+    let mut all = space.clone();
+    add_to_space(&trace, &mut all, &Some);
+    assert!(all.plane("/device:GPU:1").is_some());
+
+    trace.max_devices = Some(1);
+    let mut one = space.clone();
+    let calls = add_to_space(&trace, &mut one, &Some);
+    assert!(one.plane("/device:GPU:1").is_none(), "GPU 1 is left out");
+    let gpu0 = one.plane("/device:GPU:0").expect("GPU 0");
+    assert_eq!(events(gpu0, "gemm_kernel").len(), 2);
+    // The calls that launched GPU 1's work are left out with it.
+    let host = one.plane(schema::HOST_PLANE).expect("host");
+    assert_eq!(events(host, "cuLaunchKernel").len(), 2);
+    assert!(calls.kept > 0);
+    assert!(
+        one.warnings
+            .iter()
+            .any(|w| w.contains("1 of 2 devices left out")),
+        "{:?}",
+        one.warnings
+    );
+    assert_eq!(
+        host.find_stat(&host.stats, "devices_left_out"),
+        Some(&XStatValue::Uint64(1))
+    );
+    // More than there are: everything, and a warning.
+    trace.max_devices = Some(8);
+    let mut many = space.clone();
+    add_to_space(&trace, &mut many, &Some);
+    assert!(many.plane("/device:GPU:1").is_some());
+    assert!(
+        many.warnings
+            .iter()
+            .any(|w| w.contains("but there are 2 devices")),
+        "{:?}",
+        many.warnings
+    );
+}

@@ -161,7 +161,7 @@ pub fn prepare(logdir: &Path) -> Result<()> {
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that failed; the error carries the profile
 /// ([`Error::into_profile`]), so nothing recorded is lost.
-pub fn write_logdir(logdir: &Path, profile: Profile) -> Result<Profile> {
+pub fn write_logdir(logdir: impl AsRef<Path>, profile: Profile) -> Result<Profile> {
     write_logdir_formats(logdir, profile, &[])
 }
 
@@ -173,7 +173,7 @@ pub fn write_logdir(logdir: &Path, profile: Profile) -> Result<Profile> {
 /// As [`write_logdir`]; files written before the failure stay recorded in the profile
 /// the error carries.
 pub fn write_logdir_formats(
-    logdir: &Path,
+    logdir: impl AsRef<Path>,
     profile: Profile,
     formats: &[ExportFormat],
 ) -> Result<Profile> {
@@ -186,13 +186,13 @@ pub fn write_logdir_formats(
 /// # Errors
 /// As [`write_logdir`].
 pub fn write_logdir_within(
-    logdir: &Path,
+    logdir: impl AsRef<Path>,
     mut profile: Profile,
     formats: &[ExportFormat],
     max_xplane_bytes: u64,
 ) -> Result<Profile> {
     let host = profile.host_name().to_owned();
-    let written = RunDir::create(logdir)
+    let written = RunDir::create(logdir.as_ref())
         .and_then(|run| run.write_within(&mut profile, &host, formats, max_xplane_bytes));
     match written {
         Ok(()) => Ok(profile),

@@ -8,6 +8,7 @@
 //! `http://` is named as the mistake), and a host listed twice is refused rather than
 //! written over its own file.
 
+mod plan;
 mod report;
 
 use std::collections::{BTreeMap, HashSet};
@@ -17,11 +18,11 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use profiler_core::{ConfigValue, ExportFormat};
 use profiler_export::otlp::{OtlpOptions, Protocol};
-use profiler_remote::client::{
-    self, CaptureError, CaptureRequest, Captured, ClientTls, Connection,
-};
+use profiler_remote::client::{self, CaptureError, CaptureRequest, ClientTls, Connection};
 
 use crate::formats::{self, Formats};
+pub use plan::Plan;
+use report::Outcome;
 
 /// Longest capture asked for: a day. Longer is surely a typo.
 const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
@@ -139,29 +140,6 @@ pub struct Args {
     pub tls_domain: Option<String>,
 }
 
-/// A validated command line, ready to capture.
-#[derive(Debug)]
-pub struct Plan {
-    /// `HOST:PORT` of each server, as typed less any `grpc://`.
-    pub addresses: Vec<String>,
-    /// Where the run directory goes.
-    pub logdir: PathBuf,
-    /// Tries per host.
-    pub attempts: u32,
-    /// What every host is asked for.
-    pub request: CaptureRequest,
-    /// Formats written besides the `.xplane.pb`.
-    pub formats: Vec<ExportFormat>,
-    /// Where spans are also sent.
-    pub otlp: Option<OtlpOptions>,
-    /// Whether to serve a Perfetto link.
-    pub perfetto_link: bool,
-    /// Rows of each summary table; 0 prints none.
-    pub summary_rows: usize,
-    /// One table per host rather than one merged.
-    pub summary_per_host: bool,
-}
-
 fn parse_address(address: &str) -> Result<String, String> {
     let trimmed = address.trim();
     let bare = trimmed.strip_prefix("grpc://").unwrap_or(trimmed);
@@ -268,12 +246,6 @@ impl Args {
             summary_per_host: self.summary_per_host,
         })
     }
-}
-
-/// What happened to one host.
-pub(crate) struct Outcome {
-    pub(crate) address: String,
-    pub(crate) result: Result<Captured, CaptureError>,
 }
 
 /// Runs `capture-profile` with the process's arguments; returns the exit status.

@@ -16,7 +16,15 @@ use profiler_export::summary::{Summary, SummaryOptions};
 use profiler_export::{ProfileExport, RunDir};
 use profiler_remote::client::Captured;
 
-use super::{Outcome, Plan};
+use profiler_remote::client::CaptureError;
+
+use super::plan::Plan;
+
+/// What happened to one host.
+pub(crate) struct Outcome {
+    pub(crate) address: String,
+    pub(crate) result: Result<Captured, CaptureError>,
+}
 
 /// A bar of the capture's length, in tenths of a second; drawn only on a terminal
 /// (indicatif draws nothing when stderr is not one, so logs stay clean).

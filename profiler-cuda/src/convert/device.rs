@@ -11,23 +11,27 @@ use profiler_core::xspace::{
 use crate::activity::{Activity, DeviceTrace, Placement};
 use crate::occupancy::{theoretical_occupancy, SmLimits};
 use crate::stats::{
-    self, device, ANNOTATION, CORRELATION_ID, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP,
+    self, device, ANNOTATION, CORRELATION_ID, CUDA_GRAPH_EXEC_ID, CUDA_GRAPH_ID,
+    CUDA_GRAPH_NODE_ID, CUDA_GRAPH_NODE_MAPPING, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE,
+    TF_OP,
 };
 
+use super::graphs::Graphs;
 use super::host::LaunchedIn;
 
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
 pub const GPU_PLANE_BASE_ID: i64 = 1;
 
 /// Adds a plane per GPU of `trace` to `space`; `launched_in` gives, per correlation
-/// id, the annotations and step each launch ran under, and `nvtx_ranges` its innermost
-/// NVTX range.
+/// id, the annotations and step each launch ran under, `nvtx_ranges` its innermost
+/// NVTX range, and `graphs` what the nodes of CUDA graphs were captured under.
 pub(super) fn add_planes(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched_in: &HashMap<u32, LaunchedIn>,
     nvtx_ranges: &HashMap<u32, String>,
+    graphs: &Graphs,
 ) {
     let mut planes: BTreeMap<u32, DevicePlane> = BTreeMap::new();
     for device in &trace.devices {
@@ -93,11 +97,28 @@ pub(super) fn add_planes(
                 at,
                 Details::Memset(format!("size:{bytes}")),
             ),
+            Activity::GraphTrace(g) => (
+                format!("CudaGraphExec:{}", g.graph_id),
+                g.start,
+                g.end,
+                &g.at,
+                Details::Graph(graphs.exec_of_launch(g.at.correlation_id)),
+            ),
             _ => continue,
         };
         let (Some(start), Some(end)) = (to_session_ns(start), to_session_ns(end)) else {
             continue;
         };
+        // Work inside a graph runs under what its node was captured under, in the step
+        // of the launch that replayed it.
+        let launch = launched_in.get(&at.correlation_id);
+        let captured = (at.graph_node_id != 0)
+            .then(|| graphs.captured_in(at.graph_node_id))
+            .flatten()
+            .map(|c| LaunchedIn {
+                step: launch.and_then(|l| l.step).or(c.step),
+                ..c.clone()
+            });
         planes
             .entry(at.device_id)
             .or_insert_with(|| DevicePlane::new(at.device_id))
@@ -106,11 +127,32 @@ pub(super) fn add_planes(
                 (start, end),
                 at,
                 details,
-                launched_in.get(&at.correlation_id),
+                captured.as_ref().or(launch),
                 nvtx_ranges.get(&at.correlation_id),
             );
     }
     add_memory_in_use(trace, &mut planes, to_session_ns);
+    for sample in &trace.pm_samples {
+        let (Some(metric), Some(at)) = (
+            trace.pm_metrics.get(sample.metric),
+            to_session_ns(sample.timestamp),
+        ) else {
+            continue;
+        };
+        planes
+            .entry(sample.device_id)
+            .or_insert_with(|| DevicePlane::new(sample.device_id))
+            .counter(metric, at, sample.value);
+    }
+    if trace.dump_graph_node_mapping {
+        for (device, lines) in graphs.mapping(trace) {
+            planes
+                .entry(device)
+                .or_insert_with(|| DevicePlane::new(device))
+                .plane
+                .add_plane_stat(CUDA_GRAPH_NODE_MAPPING, XStatValue::Str(lines.join("\n")));
+        }
+    }
     space
         .planes
         .extend(planes.into_values().map(DevicePlane::build));
@@ -181,6 +223,8 @@ enum Details {
     Kernel(String),
     Memcpy(String),
     Memset(String),
+    /// A whole-graph launch, with its executable graph when the launch was seen.
+    Graph(Option<u32>),
 }
 
 impl Details {
@@ -189,6 +233,7 @@ impl Details {
             Details::Kernel(_) => "Kernel",
             Details::Memcpy(_) => "Memcpy",
             Details::Memset(_) => "Memset",
+            Details::Graph(_) => "Graph",
         }
     }
 }
@@ -199,6 +244,8 @@ struct DevicePlane {
     streams: BTreeMap<u32, (Vec<XEvent>, Vec<&'static str>)>,
     /// Counter samples, with session-relative offsets.
     counters: Vec<XEvent>,
+    /// The counters' names, for their display names.
+    counter_names: std::collections::BTreeSet<String>,
 }
 
 impl DevicePlane {
@@ -210,12 +257,14 @@ impl DevicePlane {
             ),
             streams: BTreeMap::new(),
             counters: Vec::new(),
+            counter_names: std::collections::BTreeSet::new(),
         }
     }
 
     fn counter(&mut self, name: &str, at: u64, value: f64) {
         let p = &mut self.plane;
         let stat = p.stat(schema::COUNTER_VALUE, XStatValue::Double(value));
+        self.counter_names.insert(name.to_owned());
         self.counters.push(
             XEvent::new(p.event_metadata_id(name), ps(at), 0).with_stats(Stats::from([stat])),
         );
@@ -270,11 +319,22 @@ impl DevicePlane {
             p.stat(stats::STREAM, XStatValue::Uint64(u64::from(at.stream_id))),
         ]);
         let kind = details.kind();
-        stats.push(match details {
-            Details::Kernel(s) => p.stat(stats::KERNEL_DETAILS, XStatValue::Str(s)),
-            Details::Memcpy(s) => p.stat(stats::MEMCPY_DETAILS, XStatValue::Str(s)),
-            Details::Memset(s) => p.stat(stats::MEMSET_DETAILS, XStatValue::Str(s)),
-        });
+        match details {
+            Details::Kernel(s) => stats.push(p.stat(stats::KERNEL_DETAILS, XStatValue::Str(s))),
+            Details::Memcpy(s) => stats.push(p.stat(stats::MEMCPY_DETAILS, XStatValue::Str(s))),
+            Details::Memset(s) => stats.push(p.stat(stats::MEMSET_DETAILS, XStatValue::Str(s))),
+            Details::Graph(exec) => {
+                stats.extend(
+                    exec.map(|e| p.stat(CUDA_GRAPH_EXEC_ID, XStatValue::Uint64(u64::from(e)))),
+                );
+            }
+        }
+        if at.graph_id != 0 {
+            stats.push(p.stat(CUDA_GRAPH_ID, XStatValue::Uint64(u64::from(at.graph_id))));
+        }
+        if at.graph_node_id != 0 {
+            stats.push(p.stat(CUDA_GRAPH_NODE_ID, XStatValue::Uint64(at.graph_node_id)));
+        }
         if let Some(launched) = launched_in {
             if let Some(tf_op) = &launched.tf_op {
                 stats.push(p.stat(TF_OP, XStatValue::Str(tf_op.clone())));
@@ -302,6 +362,13 @@ impl DevicePlane {
 
     fn build(self) -> XPlane {
         let mut plane = self.plane.build();
+        for metadata in plane.event_metadata.values_mut() {
+            if self.counter_names.contains(&metadata.name) {
+                if let Some(shown) = display_name(&metadata.name) {
+                    metadata.display_name = shown;
+                }
+            }
+        }
         for (stream, (events, kinds)) in self.streams {
             let name = format!("Stream #{stream}({})", kinds.join(","));
             merge_into_line(&mut plane, i64::from(stream), &name, events);
@@ -337,6 +404,23 @@ fn share_one_timestamp(plane: &mut XPlane) {
     }
 }
 
+/// A readable name for a PM metric (`sm__cycles_active.avg.pct_of_peak_sustained_elapsed`
+/// → `SM cycles active avg, % of peak sustained elapsed`): the unit before `__` in
+/// capitals, `_` as spaces, `pct_of` as `% of`, the roll-ups after a comma. `None` for a
+/// name that is not a metric's (prof's own counters keep their names).
+fn display_name(metric: &str) -> Option<String> {
+    let (unit, rest) = metric.split_once("__")?;
+    let words = |s: &str| s.replace("pct_of", "% of").replace('_', " ");
+    let mut parts = rest.split('.');
+    let counter = words(parts.next()?);
+    let rollups: Vec<String> = parts.map(words).collect();
+    let mut shown = format!("{} {counter}", unit.to_ascii_uppercase());
+    if !rollups.is_empty() {
+        shown.push_str(&format!(" ({})", rollups.join(", ")));
+    }
+    Some(shown)
+}
+
 /// Names of `CUpti_ActivityMemcpyKind`s, spelt as XProf classifies copies (TSL's
 /// `MemcpyH2D` / `MemcpyD2H` / `MemcpyD2D` are not recognised by XProf 2.24, which
 /// then counts them as device compute): host to device is the overview page's Input
@@ -364,5 +448,23 @@ fn memory_kind(kind: u8) -> &'static str {
         6 => "device_static",
         7 => "managed_static",
         _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::display_name;
+
+    #[test]
+    fn pm_metrics_get_readable_names() {
+        assert_eq!(
+            display_name("sm__cycles_active.avg.pct_of_peak_sustained_elapsed").as_deref(),
+            Some("SM cycles active (avg, % of peak sustained elapsed)")
+        );
+        assert_eq!(
+            display_name("dram__throughput.avg.pct_of_peak_sustained_elapsed").as_deref(),
+            Some("DRAM throughput (avg, % of peak sustained elapsed)")
+        );
+        assert_eq!(display_name("device_bytes_in_use"), None);
     }
 }

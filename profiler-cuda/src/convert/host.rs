@@ -12,90 +12,8 @@ use profiler_core::xspace::{
 };
 
 use crate::activity::{Activity, DeviceTrace};
-use crate::stats::CORRELATION_ID;
-
-/// Families of CUDA API functions recorded by default, by the start of their base
-/// name (the name without CUPTI's `_v2` / `_v3020` / `_ptsz` / `_ptds` suffixes).
-const RECORDED_FAMILIES: [&str; 13] = [
-    // Launches.
-    "cuLaunchKernel",
-    "cuLaunchCooperativeKernel",
-    "cuLaunchGrid",
-    "cudaLaunchKernel",
-    "cudaLaunchCooperativeKernel",
-    // Copies and memsets.
-    "cuMemcpy",
-    "cudaMemcpy",
-    "cuMemset",
-    "cudaMemset",
-    // Allocations and frees.
-    "cuMemAlloc",
-    "cuMemFree",
-    "cudaMalloc",
-    "cudaFree",
-];
-
-/// Single CUDA API functions recorded by default, by base name.
-const RECORDED_FUNCTIONS: [&str; 15] = [
-    // The oldest launch calls, and graph launches.
-    "cuLaunch",
-    "cudaLaunch",
-    "cuGraphLaunch",
-    "cudaGraphLaunch",
-    // Allocations and frees the families above miss.
-    "cuMemHostAlloc",
-    "cudaHostAlloc",
-    "cuMemCreate",
-    "cuMemRelease",
-    // Synchronisation: the host waits for the device.
-    "cuCtxSynchronize",
-    "cuStreamSynchronize",
-    "cuEventSynchronize",
-    "cudaDeviceSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventSynchronize",
-    "cudaThreadSynchronize",
-];
-
-/// A CUDA API function's name without CUPTI's ABI-version (`_v2`, `_v3020`) and
-/// per-thread default stream (`_ptsz`, `_ptds`) suffixes: `cuMemcpyHtoDAsync_v2_ptsz`
-/// → `cuMemcpyHtoDAsync`, `cudaLaunchKernel_ptsz_v7000` → `cudaLaunchKernel`.
-fn base_name(name: &str) -> &str {
-    for (at, _) in name.match_indices('_') {
-        let rest = &name[at + 1..];
-        let version = rest
-            .strip_prefix('v')
-            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()));
-        if version || rest.starts_with("ptsz") || rest.starts_with("ptds") {
-            return &name[..at];
-        }
-    }
-    name
-}
-
-/// Whether prof records the CUDA driver or runtime API call `name` (as CUPTI names
-/// it) without `gpu_trace_all_api_calls`: kernel launches (`cuLaunchKernel*`,
-/// `cudaLaunchKernel*`, `cuLaunchCooperativeKernel*`, `cuLaunchGrid*`, graph
-/// launches), copies (`cuMemcpy*`, `cudaMemcpy*`), memsets (`cuMemset*`,
-/// `cudaMemset*`), allocations and frees (`cuMemAlloc*`, `cuMemFree*`,
-/// `cuMemHostAlloc`, `cuMemCreate`, `cuMemRelease`, `cudaMalloc*`, `cudaFree*`,
-/// `cudaHostAlloc`) and synchronisation (`cuCtxSynchronize`, `cuStreamSynchronize`,
-/// `cuEventSynchronize`, `cudaDeviceSynchronize`, `cudaStreamSynchronize`,
-/// `cudaEventSynchronize`, `cudaThreadSynchronize`), as TSL's tracer does. Calls
-/// that launch nothing (`cuCtxGetCurrent`, `cuEventCreate`, `cuEventRecord`,
-/// `cuStreamGetCaptureInfo`, `cudaGetLastError`, …) are left out: they are most of
-/// what a framework calls, and say nothing about the device.
-///
-/// ```
-/// use profiler_cuda::convert::api_recorded_by_default as recorded;
-/// assert!(recorded("cuLaunchKernel") && recorded("cudaLaunchKernel_ptsz_v7000"));
-/// assert!(recorded("cuMemcpyHtoDAsync_v2") && recorded("cuStreamSynchronize"));
-/// assert!(!recorded("cuCtxGetCurrent") && !recorded("cuEventDestroy_v2"));
-/// ```
-pub fn api_recorded_by_default(name: &str) -> bool {
-    let base = base_name(name);
-    RECORDED_FUNCTIONS.contains(&base) || RECORDED_FAMILIES.iter().any(|f| base.starts_with(f))
-}
+use crate::api::api_recorded_by_default;
+use crate::stats::{CORRELATION_ID, CUDA_GRAPH_ID};
 
 /// What a launch ran under on the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,14 +44,17 @@ pub(super) struct Launches {
 
 /// Puts `trace`'s API calls that matter on the host plane of `space` (all of them
 /// with [`DeviceTrace::all_api_calls`]) and finds what each launch was annotated
-/// with. A call that launched device work is always kept, whatever its name, and is
-/// the only kind that carries a `correlation_id` (the others would draw flow arrows
-/// with one end).
+/// with (in `scopes`, the host plane's events before the calls joined them). A call
+/// that launched device work is always kept, whatever its name, and is the only kind
+/// that carries a `correlation_id` (the others would draw flow arrows with one end);
+/// a graph launch also carries its graph's id (`graph_of_launch`, by correlation id).
 pub(super) fn add_api_calls(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched: &HashSet<u32>,
+    scopes: &HostScopes,
+    graph_of_launch: &HashMap<u32, u32>,
 ) -> Launches {
     let external: HashMap<u32, ScopeId> = trace
         .activities
@@ -150,9 +71,6 @@ pub(super) fn add_api_calls(
         .planes
         .iter()
         .position(|p| p.name == schema::HOST_PLANE);
-    let scopes = host
-        .map(|h| HostScopes::new(&space.planes[h]))
-        .unwrap_or_default();
 
     let mut out = Launches {
         launched_in: HashMap::new(),
@@ -210,7 +128,7 @@ pub(super) fn add_api_calls(
                 format!("CUDA API (thread {thread_id})"),
             ),
         };
-        let stats = if launches {
+        let mut stats = if launches {
             Stats::from([names.stat(
                 plane,
                 CORRELATION_ID,
@@ -219,6 +137,9 @@ pub(super) fn add_api_calls(
         } else {
             Stats::new()
         };
+        if let Some(graph) = graph_of_launch.get(correlation_id) {
+            stats.push(names.stat(plane, CUDA_GRAPH_ID, XStatValue::Uint64(u64::from(*graph))));
+        }
         out.api_kept += 1;
         api_events.entry(line).or_default().push(
             XEvent::new(
@@ -296,9 +217,10 @@ struct Scope {
     parent: Option<usize>,
 }
 
-/// The host events of each line, for finding what enclosed a launch.
+/// The host events of each line, for finding what enclosed a launch (or the capture of
+/// a graph node).
 #[derive(Default)]
-struct HostScopes {
+pub(super) struct HostScopes {
     /// Per line id, its events with a duration, by start (longest first on ties),
     /// each linked to the event containing it.
     lines: HashMap<i64, Vec<Scope>>,
@@ -307,6 +229,16 @@ struct HostScopes {
 }
 
 impl HostScopes {
+    /// The scopes of `space`'s host plane (none without one).
+    pub(super) fn of_space(space: &XSpace) -> HostScopes {
+        space
+            .planes
+            .iter()
+            .find(|p| p.name == schema::HOST_PLANE)
+            .map(HostScopes::new)
+            .unwrap_or_default()
+    }
+
     fn new(plane: &XPlane) -> HostScopes {
         let step_id = plane.stat_id(schema::STEP_NUM);
         let mut lines = HashMap::new();
@@ -351,7 +283,7 @@ impl HostScopes {
     /// What the events of `line` containing `at_ps` say about a launch then: the
     /// innermost one's name, the `tf_op` of those inside the outermost one carrying
     /// a `step_num` (all of them when none does), and that step number.
-    fn enclosing(&self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
+    pub(super) fn enclosing(&self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
         let events = self.lines.get(&i64::from(line))?;
         // The last event starting by then, and the events containing it: on a line
         // of properly nested scopes, every event containing `at_ps` is among them.
@@ -380,108 +312,6 @@ impl HostScopes {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_names_drop_cuptis_suffixes() {
-        for (name, base) in [
-            ("cuLaunchKernel", "cuLaunchKernel"),
-            ("cuLaunchKernel_ptsz", "cuLaunchKernel"),
-            ("cuMemcpyHtoDAsync_v2_ptsz", "cuMemcpyHtoDAsync"),
-            ("cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel"),
-            ("cudaMemcpy_v3020", "cudaMemcpy"),
-            ("cuStreamGetCaptureInfo_v2", "cuStreamGetCaptureInfo"),
-            ("cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync"),
-            ("cuGraphInstantiate_v2", "cuGraphInstantiate"),
-            ("__cudaRegisterFunction_v3020", "__cudaRegisterFunction"),
-            ("cuvid_x", "cuvid_x"),
-        ] {
-            assert_eq!(base_name(name), base, "{name}");
-        }
-    }
-
-    #[test]
-    fn the_calls_that_matter_are_recorded_by_default() {
-        for name in [
-            "cuLaunchKernel",
-            "cuLaunchKernelEx_ptsz",
-            "cuLaunchCooperativeKernelMultiDevice",
-            "cuLaunchGridAsync",
-            "cuLaunch",
-            "cudaLaunch_v3020",
-            "cudaLaunchKernel_v7000",
-            "cudaLaunchKernelExC_v11060",
-            "cudaLaunchCooperativeKernel_ptsz_v9000",
-            "cuGraphLaunch",
-            "cuGraphLaunch_ptsz",
-            "cudaGraphLaunch_v10000",
-            "cuMemcpyHtoD_v2",
-            "cuMemcpyDtoHAsync_v2_ptsz",
-            "cuMemcpy3DPeerAsync",
-            "cuMemcpyBatchAsync",
-            "cudaMemcpy_v3020",
-            "cudaMemcpyAsync_ptsz_v7000",
-            "cudaMemcpyToSymbol_v3020",
-            "cuMemsetD32Async",
-            "cudaMemsetAsync_v3020",
-            "cuMemAlloc_v2",
-            "cuMemAllocHost_v2",
-            "cuMemAllocManaged",
-            "cuMemAllocAsync",
-            "cuMemFree_v2",
-            "cuMemFreeHost",
-            "cuMemFreeAsync_ptsz",
-            "cuMemHostAlloc",
-            "cuMemCreate",
-            "cuMemRelease",
-            "cudaMalloc_v3020",
-            "cudaMallocHost_v3020",
-            "cudaMallocAsync_v11020",
-            "cudaFree_v3020",
-            "cudaFreeHost_v3020",
-            "cudaHostAlloc_v3020",
-            "cuCtxSynchronize",
-            "cuCtxSynchronize_v2",
-            "cuStreamSynchronize",
-            "cuStreamSynchronize_ptsz",
-            "cuEventSynchronize",
-            "cudaDeviceSynchronize_v3020",
-            "cudaStreamSynchronize_v3020",
-            "cudaEventSynchronize_v3020",
-            "cudaThreadSynchronize_v3020",
-        ] {
-            assert!(api_recorded_by_default(name), "{name} should be recorded");
-        }
-        // The noisiest calls of a 100-step H100 run, and other calls that launch
-        // nothing.
-        for name in [
-            "cuCtxGetCurrent",
-            "cuCtxSetCurrent",
-            "cuEventCreate",
-            "cuEventDestroy_v2",
-            "cuEventRecord",
-            "cuEventQuery",
-            "cuStreamGetCaptureInfo_v2",
-            "cuStreamIsCapturing",
-            "cuStreamWaitEvent",
-            "cuPointerGetAttribute",
-            "cuDevicePrimaryCtxRetain",
-            "cuFuncGetAttribute",
-            "cuKernelGetAttribute",
-            "cuModuleGetFunction",
-            "cuMemGetInfo_v2",
-            "cuMemGetAddressRange_v2",
-            "cuGraphInstantiate_v2",
-            "cuLaunchHostFunc",
-            "cudaGetDevice_v3020",
-            "cudaGetLastError_v3020",
-            "cudaStreamIsCapturing_v10000",
-            "cudaEventRecord_v3020",
-            "CUDA API 123",
-            "",
-        ] {
-            assert!(!api_recorded_by_default(name), "{name} should be left out");
-        }
-    }
 
     #[test]
     fn tf_op_joins_the_stack_and_types_it_with_the_innermost_name() {

@@ -31,6 +31,7 @@
 //! names are in [`crate::stats`].
 
 mod device;
+mod graphs;
 mod host;
 mod nvtx;
 
@@ -40,9 +41,38 @@ use profiler_core::xspace::XSpace;
 
 use crate::activity::{Activity, DeviceTrace};
 
+pub use crate::api::api_recorded_by_default;
 pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP};
 pub use device::GPU_PLANE_BASE_ID;
-pub use host::api_recorded_by_default;
+
+/// Adds a uint64 stat to the host plane's stats.
+fn add_host_stat(space: &mut XSpace, name: &str, value: u64) {
+    use profiler_core::schema;
+    use profiler_core::xspace::{XStat, XStatMetadata, XStatValue};
+    let Some(plane) = space
+        .planes
+        .iter_mut()
+        .find(|p| p.name == schema::HOST_PLANE)
+    else {
+        return;
+    };
+    let id = plane.stat_id(name).unwrap_or_else(|| {
+        let id = plane.stat_metadata.keys().max().copied().unwrap_or(0) + 1;
+        plane.stat_metadata.insert(
+            id,
+            XStatMetadata {
+                id,
+                name: name.to_owned(),
+                ..XStatMetadata::default()
+            },
+        );
+        id
+    });
+    plane.stats.push(XStat {
+        metadata_id: id,
+        value: Some(XStatValue::Uint64(value)),
+    });
+}
 
 /// What [`add_to_space`] did with a trace's CUDA API calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,8 +91,9 @@ impl ApiCalls {
     }
 }
 
-/// Correlation ids of the device work (kernels, copies, memsets): the API calls that
-/// launched something. The host lines keep those calls; NVTX ranges name their work.
+/// Correlation ids of the device work (kernels, copies, memsets, whole-graph
+/// launches): the API calls that launched something. The host lines keep those calls;
+/// NVTX ranges name their work.
 fn launched(trace: &DeviceTrace) -> HashSet<u32> {
     trace
         .activities
@@ -71,9 +102,86 @@ fn launched(trace: &DeviceTrace) -> HashSet<u32> {
             Activity::Kernel { at, .. }
             | Activity::Memcpy { at, .. }
             | Activity::Memset { at, .. } => Some(at.correlation_id),
+            Activity::GraphTrace(g) => Some(g.at.correlation_id),
             _ => None,
         })
         .collect()
+}
+
+/// The device a record's work ran on, where it says.
+fn device_of(activity: &Activity) -> Option<u32> {
+    match activity {
+        Activity::Kernel { at, .. }
+        | Activity::Memcpy { at, .. }
+        | Activity::Memset { at, .. }
+        | Activity::Memory { at, .. } => Some(at.device_id),
+        Activity::GraphTrace(g) => Some(g.at.device_id),
+        _ => None,
+    }
+}
+
+/// `gpu_num_chips_to_profile_per_task`: `trace` without the work of devices `n` and
+/// above, nor the API calls that launched only such work; and how many devices that
+/// leaves out.
+fn only_devices(trace: &DeviceTrace, n: u32) -> (DeviceTrace, u32) {
+    let mut kept_work = HashSet::new();
+    let mut dropped_work = HashSet::new();
+    for activity in &trace.activities {
+        let Some(device) = device_of(activity) else {
+            continue;
+        };
+        let correlation = match activity {
+            Activity::Kernel { at, .. }
+            | Activity::Memcpy { at, .. }
+            | Activity::Memset { at, .. }
+            | Activity::Memory { at, .. } => at.correlation_id,
+            Activity::GraphTrace(g) => g.at.correlation_id,
+            _ => continue,
+        };
+        if device < n {
+            kept_work.insert(correlation);
+        } else {
+            dropped_work.insert(correlation);
+        }
+    }
+    let only_elsewhere = |c: &u32| dropped_work.contains(c) && !kept_work.contains(c);
+    let activities = trace
+        .activities
+        .iter()
+        .filter(|a| match a {
+            Activity::Api { correlation_id, .. }
+            | Activity::ExternalCorrelation { correlation_id, .. } => {
+                !only_elsewhere(correlation_id)
+            }
+            other => device_of(other).is_none_or(|d| d < n),
+        })
+        .cloned()
+        .collect();
+    let mut out = DeviceTrace {
+        activities,
+        devices: trace
+            .devices
+            .iter()
+            .filter(|d| d.ordinal < n)
+            .cloned()
+            .collect(),
+        pm_samples: trace
+            .pm_samples
+            .iter()
+            .filter(|s| s.device_id < n)
+            .cloned()
+            .collect(),
+        ..trace.clone()
+    };
+    out.max_devices = None;
+    let seen: std::collections::BTreeSet<u32> = trace
+        .devices
+        .iter()
+        .map(|d| d.ordinal)
+        .chain(trace.activities.iter().filter_map(device_of))
+        .collect();
+    let left_out = seen.iter().filter(|&&d| d >= n).count() as u32;
+    (out, left_out)
 }
 
 /// Adds `trace` to `space`: GPU planes, API calls on host lines, warnings; returns
@@ -85,8 +193,38 @@ pub fn add_to_space(
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
 ) -> ApiCalls {
+    let filtered;
+    let trace = match trace.max_devices {
+        Some(n) if n > 0 => {
+            let (kept, left_out) = only_devices(trace, n);
+            let present = kept.devices.len() as u32 + left_out;
+            if left_out > 0 {
+                space.warnings.push(format!(
+                    "prof: gpu_num_chips_to_profile_per_task = {n}: {left_out} of {present} devices left out of the profile, with the API calls that launched their work"
+                ));
+                add_host_stat(space, crate::stats::DEVICES_LEFT_OUT, u64::from(left_out));
+            } else if n > present && present > 0 {
+                space.warnings.push(format!(
+                    "prof: gpu_num_chips_to_profile_per_task = {n}, but there are {present} devices: every device is profiled"
+                ));
+            }
+            filtered = kept;
+            &filtered
+        }
+        _ => trace,
+    };
     let launched = launched(trace);
-    let launches = host::add_api_calls(trace, space, to_session_ns, &launched);
+    // The host's annotations before the API calls join its lines.
+    let scopes = host::HostScopes::of_space(space);
+    let graphs = graphs::Graphs::new(trace, &scopes, to_session_ns);
+    let launches = host::add_api_calls(
+        trace,
+        space,
+        to_session_ns,
+        &launched,
+        &scopes,
+        &graphs.graph_of_launch(),
+    );
     // After the API calls: the annotation stacks of launches are the host's own.
     let nvtx_ranges = nvtx::add_ranges(trace, space, to_session_ns, &launched);
     device::add_planes(
@@ -95,6 +233,7 @@ pub fn add_to_space(
         to_session_ns,
         &launches.launched_in,
         &nvtx_ranges,
+        &graphs,
     );
     let (unannotated, annotation_limit) = (launches.unannotated, launches.annotation_limit);
     let mut calls = ApiCalls {

@@ -1,21 +1,21 @@
-//! What CUPTI is told to record: the activity kinds, NVTX's marker records, and the
-//! per-function switches for API records.
+//! What CUPTI is told to record as activity: the device's work, memory, NVTX's marker
+//! records and whole-graph launches. (API calls come through the callback API:
+//! `callbacks`.)
 
 #![allow(unsafe_code)]
 
-use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use cudarc::cupti::sys as cupti;
 
-pub(super) const RECORD_KINDS: [cupti::CUpti_ActivityKind; 6] = [
+/// The device's work: without these there is no GPU trace.
+pub(super) const RECORD_KINDS: [cupti::CUpti_ActivityKind; 3] = [
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
     cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
-    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER,
-    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME,
-    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 ];
+
+/// `gpu_enable_cupti_activity_graph_trace`: one record per whole-graph launch.
+pub(super) const GRAPH_TRACE_KIND: cupti::CUpti_ActivityKind =
+    cupti::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
 
 /// Enabled apart from [`RECORD_KINDS`]: failing to enable it does not fail the tracer.
 pub(super) const MEMORY_KIND: cupti::CUpti_ActivityKind =
@@ -40,6 +40,8 @@ pub(super) fn disable_all() {
     let _ = unsafe { cupti::cuptiActivityDisable(MEMORY_KIND) };
     // SAFETY: as above.
     let _ = unsafe { cupti::cuptiActivityDisable(MARKER_KIND) };
+    // SAFETY: as above.
+    let _ = unsafe { cupti::cuptiActivityDisable(GRAPH_TRACE_KIND) };
 }
 
 /// Turns on CUPTI's marker records for `gpu_enable_nvtx_tracking`; returns why NVTX
@@ -78,78 +80,6 @@ fn nvtx_injection_warning(injection: Option<&std::ffi::OsStr>) -> Option<String>
             })
         }
     }
-}
-
-/// Callback ids scanned in each API domain when telling CUPTI which functions to
-/// record: above the highest any CUDA release has used (868 driver ids in 13.0).
-const CBID_SCAN: u32 = 2048;
-
-/// Whether an earlier session turned some functions' API records off: CUPTI keeps
-/// the setting across sessions, so a session that wants every call turns them on.
-static API_RECORDS_SELECTED: AtomicBool = AtomicBool::new(false);
-
-/// `cuptiActivityEnableDriverApi` / `cuptiActivityEnableRuntimeApi`.
-type EnableApi = unsafe extern "C" fn(cupti::CUpti_CallbackId, u8) -> cupti::CUptiResult;
-
-/// Tells CUPTI, per driver and runtime function, whether to make API records: for
-/// those `convert::api_recorded_by_default` names (every function with `all`).
-/// CUPTI 12.5 added the per-function switches: with an older libcupti they are
-/// looked up and not found, and every call is recorded, the tracer dropping those
-/// that launch nothing as they arrive. CUPTI keeps the switches across sessions, so
-/// a session finding them as it wants them does nothing.
-pub(super) fn select_api_records(all: bool) -> Result<(), String> {
-    if API_RECORDS_SELECTED.load(Ordering::Relaxed) != all {
-        return Ok(());
-    }
-    let mut off = 0;
-    let selected = select_in_each_domain(all, &mut off);
-    // Whatever was turned off stays off for later sessions until one turns it on.
-    API_RECORDS_SELECTED.store(off > 0, Ordering::Relaxed);
-    selected
-}
-
-/// [`select_api_records`] in the driver, then the runtime domain; `off` counts the
-/// functions turned off.
-fn select_in_each_domain(all: bool, off: &mut u32) -> Result<(), String> {
-    for (domain, symbol) in [
-        (
-            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
-            "cuptiActivityEnableDriverApi",
-        ),
-        (
-            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
-            "cuptiActivityEnableRuntimeApi",
-        ),
-    ] {
-        // SAFETY: libcupti was found before the tracer started; the symbol, where it
-        // exists, has CUPTI's signature `CUptiResult (CUpti_CallbackId, uint8_t)`.
-        let enable = unsafe { cupti::culib().get::<EnableApi>(symbol.as_bytes()) }
-            .map(|f| *f)
-            .map_err(|_| format!("libcupti has no {symbol}: it is older than CUDA 12.5"))?;
-        for cbid in 1..CBID_SCAN {
-            let mut name: *const std::ffi::c_char = std::ptr::null();
-            // SAFETY: valid out-pointer; CUPTI returns a static string on success and
-            // an error for ids it does not know.
-            let named = unsafe { cupti::cuptiGetCallbackName(domain, cbid, &mut name) }
-                .result()
-                .is_ok();
-            if !named || name.is_null() {
-                continue;
-            }
-            // SAFETY: as above.
-            let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-            let on = all || crate::convert::api_recorded_by_default(&name);
-            // SAFETY: a plain call with an id CUPTI named.
-            match unsafe { enable(cbid, u8::from(on)) } {
-                cupti::CUptiResult::CUPTI_SUCCESS => *off += u32::from(!on),
-                // The first function to turn off says whether the switch works at all;
-                // one id it refuses later is left on and dropped as it arrives.
-                e if *off == 0 && !on => return Err(format!("{symbol} failed ({e:?})")),
-                _ => {}
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,55 +1,156 @@
-//! The live CUPTI tracer: activity buffers, the host clock, external correlation.
+//! The live CUPTI tracer: what it asks of CUPTI when a session starts and stops, and
+//! what it hands the conversion at collection.
 //!
-//! Nothing here has run on a GPU yet (none was available while it was written); the
-//! conversion it feeds is tested on synthetic records. cudarc panics on the first use
-//! of a symbol whose library is missing, so [`CuptiTracer::start`] checks for libcuda
-//! and libcupti before anything else and turns their absence into an error message
-//! that says what was missing and which names were tried. What CUPTI is told to
-//! record is in [`enable`].
+//! - API calls come through CUPTI's callback API (`callbacks`): one subscriber, told
+//!   of the functions that matter (every function with `gpu_trace_all_api_calls`);
+//!   the callback records each call in its thread's log with the annotation open on
+//!   the thread, read from the stack the scope hook keeps ([`crate::scope_stack`]). No
+//!   CUPTI call is made per annotation.
+//! - The device's work comes as activity records (`buffers`): kernels, copies,
+//!   memsets, and as asked, memory, NVTX markers and whole-graph launches (`enable`).
+//! - PM sampling runs beside them when metrics are asked for (`pm`).
+//!
+//! cudarc panics on the first use of a symbol whose library is missing, so the tracer
+//! checks for libcuda and libcupti before anything else and turns their absence into
+//! one warning. The steps that touch CUDA sit behind [`Cupti`], so the order of start
+//! and stop, and what a refusal leaves behind, are tested without a GPU.
 
 #![allow(unsafe_code)]
 
+mod buffers;
+pub(crate) mod callbacks;
 mod enable;
+mod pm;
 
-use std::collections::HashSet;
 use std::ffi::CStr;
-use std::sync::Mutex;
 
 use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys as driver;
-use profiler_core::tracer::{self, ScopeHook, ScopeId, SessionClock, Tracer};
+use profiler_core::tracer::{self, SessionClock, Tracer};
 use profiler_core::xspace::XSpace;
 use profiler_core::ProfileOptions;
 
-use crate::activity::{Activity, DeviceInfo, DeviceTrace};
-use crate::layout::{self, kind};
+use crate::activity::{DeviceInfo, PmSample};
+use crate::calls::{self, ApiDomain};
+use crate::graphs::{self, GraphNote};
 use crate::occupancy::SmLimits;
+use crate::scope_stack;
 
-use enable::{enable_nvtx, select_api_records, MEMORY_KIND, RECORD_KINDS};
+pub(crate) use pm::PmSettings;
 
-/// Size of each activity buffer handed to CUPTI (TSL uses the same order).
-const BUFFER_BYTES: usize = 4 << 20;
 /// Default caps, as JAX's defaults for the same keys.
 const DEFAULT_MAX_ACTIVITY: u64 = 2 << 20;
 const DEFAULT_MAX_API: u64 = 2 << 20;
 const DEFAULT_MAX_ANNOTATIONS: u64 = 1 << 20;
+/// `gpu_pm_sample_interval_us` and `gpu_pm_sample_buffer_size_per_gpu_mb` defaults.
+const DEFAULT_PM_INTERVAL_US: u64 = 500;
+const DEFAULT_PM_BUFFER_MB: u64 = 64;
 
-/// Records kept, filled on CUPTI's buffer-completion thread. The lock is held only to
-/// append parsed records; application threads never take it.
-static COLLECTED: Mutex<Option<Collected>> = Mutex::new(None);
-
-struct Collected {
-    trace: DeviceTrace,
-    max_activity: u64,
-    max_api: u64,
-    kept_activity: u64,
-    kept_api: u64,
-    /// `gpu_trace_all_api_calls`: keep API records whatever they name.
-    all_api_calls: bool,
+/// What a session's options ask of the tracer.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) max_activity: u64,
+    pub(crate) max_api: u64,
+    pub(crate) max_annotation_strings: u64,
+    /// `gpu_enable_nvtx_tracking`.
+    pub(crate) nvtx: bool,
+    /// `gpu_trace_all_api_calls`.
+    pub(crate) all_api_calls: bool,
+    /// `gpu_enable_cupti_activity_graph_trace`.
+    pub(crate) graph_trace: bool,
+    /// `gpu_dump_graph_node_mapping`.
+    pub(crate) dump_graph_node_mapping: bool,
+    /// `gpu_pm_sample_*`.
+    pub(crate) pm: PmSettings,
+    /// `gpu_num_chips_to_profile_per_task` (`None`: every device).
+    pub(crate) max_devices: Option<u32>,
 }
 
-fn collected() -> std::sync::MutexGuard<'static, Option<Collected>> {
-    COLLECTED.lock().unwrap_or_else(|e| e.into_inner())
+impl Settings {
+    /// The settings of `options`, already validated by `ProfileOptions::validate`.
+    pub(crate) fn of(options: &ProfileOptions) -> Settings {
+        // A cap is >= 0, or -1 for no limit.
+        let cap = |key, default| {
+            options
+                .advanced_int(key)
+                .map_or(default, |v| u64::try_from(v).unwrap_or(u64::MAX))
+        };
+        let metrics = options
+            .advanced_str("gpu_pm_sample_counters")
+            .map(|list| {
+                list.split(',')
+                    .map(|m| m.trim().to_owned())
+                    .filter(|m| !m.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Settings {
+            max_activity: cap("gpu_max_activity_api_events", DEFAULT_MAX_ACTIVITY),
+            max_api: cap("gpu_max_callback_api_events", DEFAULT_MAX_API),
+            max_annotation_strings: cap("gpu_max_annotation_strings", DEFAULT_MAX_ANNOTATIONS),
+            nvtx: options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true),
+            all_api_calls: options.advanced_bool("gpu_trace_all_api_calls") == Some(true),
+            graph_trace: options.advanced_bool("gpu_enable_cupti_activity_graph_trace")
+                == Some(true),
+            dump_graph_node_mapping: options.advanced_bool("gpu_dump_graph_node_mapping")
+                == Some(true),
+            pm: PmSettings {
+                metrics,
+                interval_us: options
+                    .advanced_int("gpu_pm_sample_interval_us")
+                    .and_then(|v| u64::try_from(v).ok())
+                    .unwrap_or(DEFAULT_PM_INTERVAL_US),
+                buffer_mb: options
+                    .advanced_int("gpu_pm_sample_buffer_size_per_gpu_mb")
+                    .and_then(|v| u64::try_from(v).ok())
+                    .unwrap_or(DEFAULT_PM_BUFFER_MB),
+            },
+            max_devices: options
+                .advanced_int("gpu_num_chips_to_profile_per_task")
+                .and_then(|v| u32::try_from(v).ok())
+                .filter(|&n| n > 0),
+        }
+    }
+}
+
+/// Which activity records to ask CUPTI for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Records {
+    /// Kernels, copies, memsets: the GPU trace itself.
+    Device,
+    /// Device memory allocations and releases.
+    Memory,
+    /// NVTX ranges and marks.
+    Nvtx,
+    /// Whole-graph launches.
+    GraphTrace,
+}
+
+/// The steps of the tracer that touch CUDA and CUPTI.
+pub(crate) trait Cupti: Send {
+    /// Why the libraries cannot be used, if they cannot.
+    fn missing_libraries(&self) -> Option<String>;
+    /// Initialises the driver and describes every device.
+    fn devices(&mut self) -> Result<Vec<DeviceInfo>, String>;
+    /// Points CUPTI's clock, buffers and thread ids at prof's.
+    fn prepare(&mut self) -> Result<(), String>;
+    /// Subscribes the callback to the API calls to record (every call with `all`).
+    fn subscribe(&mut self, all: bool) -> Result<(), String>;
+    /// Ends the subscription, if any.
+    fn unsubscribe(&mut self);
+    /// Turns activity records on; a warning for optional ones that CUPTI refused is
+    /// the error's text.
+    fn enable(&mut self, records: Records) -> Result<(), String>;
+    /// Turns every kind of activity record off.
+    fn disable_all(&mut self);
+    /// Delivers the records CUPTI still holds.
+    fn flush(&mut self) -> Result<(), String>;
+    /// CUPTI's name of an API function.
+    fn api_name(&self, domain: ApiDomain, cbid: u32) -> String;
+    /// Starts PM sampling on `devices`; warnings for what failed.
+    fn start_pm(&mut self, settings: &PmSettings, devices: &[u32]) -> Vec<String>;
+    /// Stops PM sampling; the samples.
+    fn stop_pm(&mut self) -> Vec<PmSample>;
 }
 
 /// Makes the CUPTI tracer for sessions with `device_tracer_level >= 1`.
@@ -57,24 +158,10 @@ pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
     if options.device_tracer_level == 0 {
         return None;
     }
-    // Validated at start: a cap is >= 0, or -1 for no limit.
-    let cap = |key, default| {
-        options
-            .advanced_int(key)
-            .map_or(default, |v| u64::try_from(v).unwrap_or(u64::MAX))
-    };
-    Some(Box::new(CuptiTracer {
-        max_activity: cap("gpu_max_activity_api_events", DEFAULT_MAX_ACTIVITY),
-        max_api: cap("gpu_max_callback_api_events", DEFAULT_MAX_API),
-        max_annotation_strings: cap("gpu_max_annotation_strings", DEFAULT_MAX_ANNOTATIONS),
-        nvtx_asked: options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true),
-        all_api_calls: options.advanced_bool("gpu_trace_all_api_calls") == Some(true),
-        devices: Vec::new(),
-        running: false,
-        memory_warning: None,
-        nvtx_warning: None,
-        api_selection_failed: None,
-    }))
+    Some(Box::new(CuptiTracer::new(
+        Settings::of(options),
+        Box::new(Live::default()),
+    )))
 }
 
 /// Why the libraries are not usable, or `None` when both load.
@@ -104,84 +191,78 @@ pub fn missing_libraries() -> Option<String> {
 
 /// The CUPTI device tracer of one session.
 pub struct CuptiTracer {
-    max_activity: u64,
-    max_api: u64,
-    max_annotation_strings: u64,
-    /// `gpu_enable_nvtx_tracking`: record NVTX ranges (CUPTI's marker records).
-    nvtx_asked: bool,
-    /// Why NVTX ranges may be missing, reported at collection.
-    nvtx_warning: Option<String>,
-    /// `gpu_trace_all_api_calls`: record every CUDA API call, not only those that
-    /// matter (`convert::api_recorded_by_default`).
-    all_api_calls: bool,
+    settings: Settings,
+    cupti: Box<dyn Cupti>,
     devices: Vec<DeviceInfo>,
     running: bool,
-    /// Why memory records are not traced, reported at collection.
-    memory_warning: Option<String>,
-    /// Why CUPTI could not be told which API calls to record.
-    api_selection_failed: Option<String>,
+    /// The session's generation of API call logs.
+    generation: u64,
+    /// Warnings of the start, reported at collection.
+    warnings: Vec<String>,
+    graph_notes: Vec<GraphNote>,
+    pm_samples: Vec<PmSample>,
+}
+
+impl CuptiTracer {
+    pub(crate) fn new(settings: Settings, cupti: Box<dyn Cupti>) -> CuptiTracer {
+        CuptiTracer {
+            settings,
+            cupti,
+            devices: Vec::new(),
+            running: false,
+            generation: 0,
+            warnings: Vec::new(),
+            graph_notes: Vec::new(),
+            pm_samples: Vec::new(),
+        }
+    }
+
+    /// Undoes a partial start.
+    fn abandon(&mut self, why: String) -> Result<(), String> {
+        self.cupti.unsubscribe();
+        self.cupti.disable_all();
+        Err(why)
+    }
 }
 
 impl Tracer for CuptiTracer {
     fn start(&mut self) -> Result<(), String> {
-        if let Some(why) = missing_libraries() {
+        if let Some(why) = self.cupti.missing_libraries() {
             return Err(why);
         }
-        let fail = |what: &str, e: &dyn std::fmt::Debug| {
-            format!("prof: no GPU trace: {what} failed ({e:?}); host tracing goes on")
-        };
-        self.devices = devices().map_err(|e| fail("CUDA driver initialisation (cuInit)", &e))?;
-        *collected() = Some(Collected {
-            trace: DeviceTrace::default(),
-            max_activity: self.max_activity,
-            max_api: self.max_api,
-            kept_activity: 0,
-            kept_api: 0,
-            all_api_calls: self.all_api_calls,
-        });
-        // SAFETY: the callbacks are `extern "C"` functions with the signatures CUPTI
-        // declares, living for the whole process.
-        unsafe {
-            cupti::cuptiActivityRegisterTimestampCallback(Some(timestamp))
-                .result()
-                .map_err(|e| fail("cuptiActivityRegisterTimestampCallback", &e))?;
-            cupti::cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed))
-                .result()
-                .map_err(|e| fail("cuptiActivityRegisterCallbacks", &e))?;
+        self.devices = self.cupti.devices()?;
+        self.cupti.prepare()?;
+        // Nothing is enabled yet: a refusal (another subscriber) leaves nothing behind.
+        self.cupti.subscribe(self.settings.all_api_calls)?;
+        buffers::begin(self.settings.max_activity, self.settings.max_api);
+        if let Err(why) = self.cupti.enable(Records::Device) {
+            return self.abandon(why);
         }
-        for kind in RECORD_KINDS {
-            // SAFETY: plain call into a loaded library.
-            let enabled = unsafe { cupti::cuptiActivityEnable(kind) }.result();
-            if let Err(e) = enabled {
-                enable::disable_all();
-                let hint = if format!("{e:?}").contains("INSUFFICIENT_PRIVILEGES") {
-                    " (profiling needs permission: run as root or set the nvidia module option NVreg_RestrictProfilingToAdminUsers=0)"
-                } else {
-                    ""
-                };
-                return Err(fail(&format!("cuptiActivityEnable({kind:?}){hint}"), &e));
-            }
+        self.warnings.clear();
+        // Optional records: the rest of the trace is whole without them.
+        self.warnings
+            .extend(self.cupti.enable(Records::Memory).err());
+        if self.settings.nvtx {
+            self.warnings.extend(self.cupti.enable(Records::Nvtx).err());
         }
-        // The API kinds are on: now CUPTI is told which functions' records to make.
-        self.api_selection_failed = select_api_records(self.all_api_calls).err();
-        // Memory records feed only the `device_bytes_in_use` counter: without them the
-        // rest of the trace is still whole, so their failure is one warning.
-        // SAFETY: plain call into a loaded library.
-        self.memory_warning = unsafe { cupti::cuptiActivityEnable(MEMORY_KIND) }
-            .result()
-            .err()
-            .map(|e| {
-                format!(
-                    "prof: no device_bytes_in_use counter: cuptiActivityEnable({MEMORY_KIND:?}) failed ({e:?}); the rest of the GPU trace goes on"
-                )
-            });
-        if self.nvtx_asked {
-            self.nvtx_warning = enable_nvtx();
-            if let Some(why) = &self.nvtx_warning {
-                tracing::warn!(target: profiler_core::log::TARGET, "{why}");
-            }
+        if self.settings.graph_trace {
+            self.warnings
+                .extend(self.cupti.enable(Records::GraphTrace).err());
         }
-        tracer::set_scope_hook(Some(&HOOK));
+        let profiled: Vec<u32> = self
+            .devices
+            .iter()
+            .map(|d| d.ordinal)
+            .filter(|&o| self.settings.max_devices.is_none_or(|n| o < n))
+            .collect();
+        let pm = self.cupti.start_pm(&self.settings.pm, &profiled);
+        self.warnings.extend(pm);
+        for why in &self.warnings {
+            tracing::warn!(target: profiler_core::log::TARGET, "{why}");
+        }
+        self.generation = calls::begin_session(self.settings.max_api);
+        graphs::begin_session();
+        tracer::set_scope_hook(Some(&scope_stack::HOOK));
         self.running = true;
         Ok(())
     }
@@ -191,27 +272,154 @@ impl Tracer for CuptiTracer {
             return Ok(());
         }
         tracer::set_scope_hook(None);
-        enable::disable_all();
-        // SAFETY: plain call; 1 = CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, so buffers still in
-        // use are delivered too.
-        let flushed = unsafe { cupti::cuptiActivityFlushAll(1) }.result();
+        calls::end_session();
+        self.graph_notes = graphs::end_session();
+        self.cupti.unsubscribe();
+        self.pm_samples = self.cupti.stop_pm();
+        self.cupti.disable_all();
         self.running = false;
-        flushed.map_err(|e| {
-            format!("prof: the GPU trace may be incomplete: cuptiActivityFlushAll failed ({e:?})")
-        })
+        self.cupti.flush()
     }
 
     fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {
-        let Some(mut got) = collected().take() else {
-            return;
+        let mut trace = buffers::take().map(|c| c.trace).unwrap_or_default();
+        let threads = calls::collect(self.generation);
+        trace.dropped_api += threads.iter().map(|t| t.dropped).sum::<u64>();
+        let cupti = &self.cupti;
+        let (api, graph_launches) = calls::into_activities(
+            threads,
+            |d, cbid| cupti.api_name(d, cbid),
+            |ticks| session.ticks_to_clock_ns(ticks),
+        );
+        trace.activities.extend(api);
+        trace.graph_launches = graph_launches;
+        trace.graph_notes = std::mem::take(&mut self.graph_notes);
+        trace.devices = std::mem::take(&mut self.devices);
+        trace.max_annotation_strings = Some(self.settings.max_annotation_strings);
+        trace.all_api_calls = self.settings.all_api_calls;
+        trace.dump_graph_node_mapping = self.settings.dump_graph_node_mapping;
+        trace.max_devices = self.settings.max_devices;
+        trace.pm_metrics = self.settings.pm.metrics.clone();
+        trace.pm_samples = std::mem::take(&mut self.pm_samples);
+        space.warnings.append(&mut self.warnings);
+        crate::convert::add_to_space(&trace, space, &|ns| session.to_session_ns(ns));
+    }
+}
+
+/// The real thing.
+#[derive(Default)]
+struct Live {
+    subscription: Option<callbacks::Subscription>,
+    pm: Option<pm::PmSampler>,
+}
+
+impl Cupti for Live {
+    fn missing_libraries(&self) -> Option<String> {
+        missing_libraries()
+    }
+
+    fn devices(&mut self) -> Result<Vec<DeviceInfo>, String> {
+        devices().map_err(|e| {
+            format!("prof: no GPU trace: CUDA driver initialisation (cuInit) failed ({e:?}); host tracing goes on")
+        })
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        let fail = |what: &str, e: &dyn std::fmt::Debug| {
+            format!("prof: no GPU trace: {what} failed ({e:?}); host tracing goes on")
         };
-        got.trace.devices = std::mem::take(&mut self.devices);
-        got.trace.max_annotation_strings = Some(self.max_annotation_strings);
-        got.trace.all_api_calls = self.all_api_calls;
-        got.trace.api_selection_failed = self.api_selection_failed.take();
-        space.warnings.extend(self.memory_warning.take());
-        space.warnings.extend(self.nvtx_warning.take());
-        crate::convert::add_to_space(&got.trace, space, &|ns| session.to_session_ns(ns));
+        // SAFETY: the callbacks are `extern "C"` functions with the signatures CUPTI
+        // declares, living for the whole process.
+        unsafe {
+            cupti::cuptiActivityRegisterTimestampCallback(Some(timestamp))
+                .result()
+                .map_err(|e| fail("cuptiActivityRegisterTimestampCallback", &e))?;
+            cupti::cuptiActivityRegisterCallbacks(
+                Some(buffers::buffer_requested),
+                Some(buffers::buffer_completed),
+            )
+            .result()
+            .map_err(|e| fail("cuptiActivityRegisterCallbacks", &e))?;
+            // NVTX markers then name threads by their OS id, as the launch callback
+            // does, so a launch finds the ranges open on its thread.
+            let _ = cupti::cuptiSetThreadIdType(
+                cupti::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM,
+            );
+        }
+        Ok(())
+    }
+
+    fn subscribe(&mut self, all: bool) -> Result<(), String> {
+        self.subscription = Some(callbacks::subscribe(all)?);
+        Ok(())
+    }
+
+    fn unsubscribe(&mut self) {
+        self.subscription = None;
+    }
+
+    fn enable(&mut self, records: Records) -> Result<(), String> {
+        let enable = |kind: cupti::CUpti_ActivityKind| {
+            // SAFETY: plain call into a loaded library.
+            unsafe { cupti::cuptiActivityEnable(kind) }
+                .result()
+                .map_err(|e| e.0)
+        };
+        match records {
+            Records::Device => {
+                for kind in enable::RECORD_KINDS {
+                    if let Err(e) = enable(kind) {
+                        let hint = if e == cupti::CUptiResult::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES {
+                            " (profiling needs permission: run as root or set the nvidia module option NVreg_RestrictProfilingToAdminUsers=0)"
+                        } else {
+                            ""
+                        };
+                        return Err(format!(
+                            "prof: no GPU trace: cuptiActivityEnable({kind:?}){hint} failed ({e:?}); host tracing goes on"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Records::Memory => enable(enable::MEMORY_KIND).map_err(|e| {
+                format!("prof: no device memory records: cuptiActivityEnable({:?}) failed ({e:?}); the rest of the GPU trace goes on", enable::MEMORY_KIND)
+            }),
+            Records::Nvtx => enable::enable_nvtx().map_or(Ok(()), Err),
+            Records::GraphTrace => enable(enable::GRAPH_TRACE_KIND).map_err(|e| {
+                format!("prof: gpu_enable_cupti_activity_graph_trace: cuptiActivityEnable({:?}) failed ({e:?}); graphs are traced node by node", enable::GRAPH_TRACE_KIND)
+            }),
+        }
+    }
+
+    fn disable_all(&mut self) {
+        enable::disable_all();
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        // SAFETY: plain call; 1 = CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, so buffers still in
+        // use are delivered too.
+        unsafe { cupti::cuptiActivityFlushAll(1) }
+            .result()
+            .map_err(|e| {
+                format!(
+                    "prof: the GPU trace may be incomplete: cuptiActivityFlushAll failed ({e:?})"
+                )
+            })
+    }
+
+    fn api_name(&self, domain: ApiDomain, cbid: u32) -> String {
+        callbacks::callback_name(callbacks::cupti_domain(domain), cbid)
+            .unwrap_or_else(|| format!("CUDA API {cbid}"))
+    }
+
+    fn start_pm(&mut self, settings: &PmSettings, devices: &[u32]) -> Vec<String> {
+        let (sampler, warnings) = pm::start(settings, devices);
+        self.pm = sampler;
+        warnings
+    }
+
+    fn stop_pm(&mut self) -> Vec<PmSample> {
+        self.pm.take().map(pm::PmSampler::stop).unwrap_or_default()
     }
 }
 
@@ -277,324 +485,201 @@ extern "C" fn timestamp() -> u64 {
     tracer::clock_ns()
 }
 
-/// CUPTI requires activity buffers aligned to 8 bytes (`ACTIVITY_RECORD_ALIGNMENT`);
-/// a byte slice's allocation promises only 1.
-fn buffer_layout() -> std::alloc::Layout {
-    std::alloc::Layout::from_size_align(BUFFER_BYTES, 8).expect("a valid layout")
-}
-
-extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    // SAFETY: the layout has a non-zero size. CUPTI passes valid out-pointers; a null
-    // buffer (out of memory) makes CUPTI drop records, and the buffer is returned to
-    // `buffer_completed`, which frees it with the same layout.
-    unsafe {
-        let block = std::alloc::alloc_zeroed(buffer_layout());
-        *buffer = block;
-        *size = if block.is_null() { 0 } else { BUFFER_BYTES };
-        *max_records = 0;
-    }
-}
-
-extern "C" fn buffer_completed(
-    _context: driver::CUcontext,
-    _stream: u32,
-    buffer: *mut u8,
-    _size: usize,
-    valid: usize,
-) {
-    if buffer.is_null() {
-        return;
-    }
-    let mut parsed = Vec::new();
-    let mut record: *mut cupti::CUpti_Activity = std::ptr::null_mut();
-    // SAFETY: `buffer` is one `buffer_requested` made, holding `valid` bytes of records
-    // CUPTI wrote; each record is at least its kind's shared prefix long.
-    unsafe {
-        while cupti::cuptiActivityGetNextRecord(buffer, valid, &mut record)
-            .result()
-            .is_ok()
-        {
-            let kind_value = record.cast::<u32>().read_unaligned();
-            if let Some(len) = layout::prefix_len(kind_value) {
-                let bytes = std::slice::from_raw_parts(record.cast::<u8>(), len);
-                if let Some(activity) = layout::read(bytes, &LiveNames) {
-                    parsed.push(activity);
-                }
-            }
-        }
-        let mut dropped = 0usize;
-        let _ = cupti::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
-        std::alloc::dealloc(buffer, buffer_layout());
-        if let Some(c) = collected().as_mut() {
-            c.keep(parsed, dropped as u64);
-        }
-    }
-}
-
-impl Collected {
-    /// Adds a completed buffer's records, within the caps. API calls that launch
-    /// nothing (not `convert::api_recorded_by_default`) are counted and dropped,
-    /// with the annotation links CUPTI made for them, unless every call was asked
-    /// for: where CUPTI cannot be told per function, this is where the cost is cut,
-    /// and they never use up the API cap.
-    fn keep(&mut self, parsed: Vec<Activity>, dropped_by_cupti: u64) {
-        let c = self;
-        c.trace.dropped_by_cupti += dropped_by_cupti;
-        let mut left_out = HashSet::new();
-        if !c.all_api_calls {
-            for activity in &parsed {
-                if let Activity::Api {
-                    name,
-                    correlation_id,
-                    ..
-                } = activity
-                {
-                    if !crate::convert::api_recorded_by_default(name) {
-                        left_out.insert(*correlation_id);
-                        *c.trace.api_left_out.entry(name.clone()).or_default() += 1;
-                    }
-                }
-            }
-        }
-        for activity in parsed {
-            match &activity {
-                Activity::Api { correlation_id, .. }
-                | Activity::ExternalCorrelation { correlation_id, .. }
-                    if left_out.contains(correlation_id) =>
-                {
-                    continue;
-                }
-                _ => {}
-            }
-            let (kept, max, dropped) = match activity {
-                // Links from launches to annotations: never dropped, and not API calls, so
-                // they do not use up the API cap.
-                Activity::ExternalCorrelation { .. } => {
-                    c.trace.activities.push(activity);
-                    continue;
-                }
-                // NVTX records are host-side records too.
-                Activity::Api { .. } | Activity::Marker { .. } => {
-                    (&mut c.kept_api, c.max_api, &mut c.trace.dropped_api)
-                }
-                _ => (
-                    &mut c.kept_activity,
-                    c.max_activity,
-                    &mut c.trace.dropped_activity,
-                ),
-            };
-            if *kept >= max {
-                *dropped += 1;
-                continue;
-            }
-            *kept += 1;
-            c.trace.activities.push(activity);
-        }
-    }
-}
-
-struct LiveNames;
-
-impl layout::Names for LiveNames {
-    fn kernel(&self, name_ptr: u64) -> String {
-        if name_ptr == 0 {
-            return "(unnamed kernel)".to_owned();
-        }
-        // SAFETY: CUPTI's kernel name pointers are NUL-terminated strings it keeps for
-        // the life of the process.
-        unsafe { CStr::from_ptr(name_ptr as usize as *const std::ffi::c_char) }
-            .to_string_lossy()
-            .into_owned()
-    }
-
-    fn string(&self, ptr: u64) -> Option<String> {
-        if ptr == 0 {
-            return None;
-        }
-        // SAFETY: a marker's name and domain point to NUL-terminated strings CUPTI
-        // keeps at least until the buffer holding the record is handed back to it; they
-        // are read while that buffer is processed, as CUPTI's own samples read them.
-        let s = unsafe { CStr::from_ptr(ptr as usize as *const std::ffi::c_char) };
-        Some(s.to_string_lossy().into_owned())
-    }
-
-    fn api(&self, domain_kind: u32, cbid: u32) -> String {
-        let domain = if domain_kind == kind::DRIVER {
-            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
-        } else {
-            cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API
-        };
-        let mut name: *const std::ffi::c_char = std::ptr::null();
-        // SAFETY: valid out-pointer; CUPTI returns a static string on success.
-        let ok = unsafe { cupti::cuptiGetCallbackName(domain, cbid, &mut name) }
-            .result()
-            .is_ok();
-        if ok && !name.is_null() {
-            // SAFETY: as above.
-            unsafe { CStr::from_ptr(name) }
-                .to_string_lossy()
-                .into_owned()
-        } else {
-            format!("CUDA API {cbid}")
-        }
-    }
-}
-
-/// Pushes each recorded annotation as CUPTI's external correlation id, so every
-/// launch made inside it carries the annotation's [`ScopeId`].
-static HOOK: ScopeHook = ScopeHook { enter, exit };
-
-thread_local! {
-    /// Ids this thread pushed and not yet popped: pops never outnumber pushes.
-    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-fn enter(scope: ScopeId) {
-    // SAFETY: plain call into libcupti, which `start` found before installing the hook.
-    let pushed = unsafe {
-        cupti::cuptiActivityPushExternalCorrelationId(
-            cupti::CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-            scope.to_u64(),
-        )
-    }
-    .result();
-    // A failed push leaves launches unattributed, which the profile shows; counting
-    // only successes keeps pops from outnumbering pushes.
-    if pushed.is_ok() {
-        let _ = DEPTH.try_with(|d| d.set(d.get() + 1));
-    }
-}
-
-fn exit(_scope: ScopeId) {
-    let popped = DEPTH.try_with(|d| {
-        let depth = d.get();
-        if depth > 0 {
-            d.set(depth - 1);
-        }
-        depth > 0
-    });
-    if popped == Ok(true) {
-        let mut last = 0u64;
-        // SAFETY: valid out-pointer; this thread pushed at least one id.
-        let _ = unsafe {
-            cupti::cuptiActivityPopExternalCorrelationId(
-                cupti::CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                &mut last,
-            )
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
-    fn api(correlation_id: u32) -> Activity {
-        call("cuLaunchKernel", correlation_id)
+    /// What the tracer asked of a fake CUPTI.
+    #[derive(Default)]
+    struct Fake {
+        log: Arc<Mutex<Vec<String>>>,
+        refuse_subscribe: Option<String>,
+        refuse: Vec<Records>,
     }
 
-    fn call(name: &str, correlation_id: u32) -> Activity {
-        Activity::Api {
-            name: name.into(),
-            start: 1,
-            end: 2,
-            thread_id: 7,
-            correlation_id,
+    impl Fake {
+        fn say(&self, what: impl Into<String>) {
+            self.log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(what.into());
         }
     }
 
-    fn collected(max_api: u64, all_api_calls: bool) -> Collected {
-        Collected {
-            trace: DeviceTrace::default(),
-            max_activity: 10,
-            max_api,
-            kept_activity: 0,
-            kept_api: 0,
-            all_api_calls,
+    impl Cupti for Fake {
+        fn missing_libraries(&self) -> Option<String> {
+            None
+        }
+        fn devices(&mut self) -> Result<Vec<DeviceInfo>, String> {
+            self.say("devices");
+            Ok(vec![DeviceInfo::default()])
+        }
+        fn prepare(&mut self) -> Result<(), String> {
+            self.say("prepare");
+            Ok(())
+        }
+        fn subscribe(&mut self, all: bool) -> Result<(), String> {
+            self.say(format!("subscribe all={all}"));
+            match &self.refuse_subscribe {
+                Some(why) => Err(why.clone()),
+                None => Ok(()),
+            }
+        }
+        fn unsubscribe(&mut self) {
+            self.say("unsubscribe");
+        }
+        fn enable(&mut self, records: Records) -> Result<(), String> {
+            self.say(format!("enable {records:?}"));
+            if self.refuse.contains(&records) {
+                return Err(format!("refused {records:?}"));
+            }
+            Ok(())
+        }
+        fn disable_all(&mut self) {
+            self.say("disable_all");
+        }
+        fn flush(&mut self) -> Result<(), String> {
+            self.say("flush");
+            Ok(())
+        }
+        fn api_name(&self, _: ApiDomain, cbid: u32) -> String {
+            format!("api{cbid}")
+        }
+        fn start_pm(&mut self, settings: &PmSettings, devices: &[u32]) -> Vec<String> {
+            self.say(format!(
+                "start_pm {} on {devices:?}",
+                settings.metrics.len()
+            ));
+            Vec::new()
+        }
+        fn stop_pm(&mut self) -> Vec<PmSample> {
+            self.say("stop_pm");
+            Vec::new()
         }
     }
 
-    fn link(correlation_id: u32) -> Activity {
-        Activity::ExternalCorrelation {
-            correlation_id,
-            external_id: 99,
-        }
+    fn tracer(fake: Fake, options: ProfileOptions) -> (CuptiTracer, Arc<Mutex<Vec<String>>>) {
+        let log = fake.log.clone();
+        (
+            CuptiTracer::new(Settings::of(&options), Box::new(fake)),
+            log,
+        )
+    }
+
+    fn said(log: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
+        log.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     #[test]
-    fn calls_that_launch_nothing_are_dropped_as_they_arrive() {
-        let buffer = || {
-            vec![
-                link(1),
-                call("cuCtxGetCurrent", 1),
-                link(2),
-                api(2),
-                link(3),
-                call("cuEventDestroy_v2", 3),
-                call("cuStreamSynchronize", 4),
-                call("cuCtxGetCurrent", 5),
-            ]
-        };
-        // Two calls fit under the cap: the noise neither uses it up nor stays.
-        let mut c = collected(2, false);
-        c.keep(buffer(), 0);
-        let kept: Vec<_> = c.trace.activities.iter().map(correlation).collect();
-        assert_eq!(kept, [2, 2, 4]);
-        assert_eq!(c.trace.dropped_api, 0);
-        assert_eq!(
-            c.trace.api_left_out,
-            [
-                ("cuCtxGetCurrent".into(), 2),
-                ("cuEventDestroy_v2".into(), 1)
-            ]
-            .into()
+    fn a_cupti_held_by_another_profiler_fails_the_tracer_not_the_session() {
+        let _one = calls::tests::SESSION
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let why = callbacks::subscribe_failure(
+            cupti::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
         );
-        // gpu_trace_all_api_calls: every call and link is kept, within the cap.
-        let mut c = collected(10, true);
-        c.keep(buffer(), 0);
-        assert_eq!(c.trace.activities.len(), 8);
-        assert!(c.trace.api_left_out.is_empty());
-    }
-
-    #[test]
-    fn nvtx_records_count_against_the_api_cap() {
-        let marker = |id| Activity::Marker {
-            phase: crate::activity::MarkerPhase::Start,
-            id,
-            timestamp: 1,
-            thread_id: 7,
-            name: Some("range".into()),
-            domain: None,
+        let fake = Fake {
+            refuse_subscribe: Some(why.clone()),
+            ..Fake::default()
         };
-        let mut c = collected(2, false);
-        c.keep(vec![api(1), marker(1), marker(2)], 0);
-        assert_eq!(c.trace.activities.len(), 2);
-        assert_eq!(c.trace.dropped_api, 1);
+        let (mut tracer, log) = tracer(fake, ProfileOptions::default());
+        // The error is the one warning the session's profile gets (the core turns a
+        // tracer's start error into it and goes on recording the host).
+        assert_eq!(tracer.start(), Err(why));
+        // Nothing was turned on, so nothing is left on; no scope hook was installed.
+        assert_eq!(said(&log), ["devices", "prepare", "subscribe all=false"]);
+        assert!(!tracer.running);
+        assert_eq!(tracer.stop(), Ok(()));
     }
 
-    fn correlation(a: &Activity) -> u32 {
-        match a {
-            Activity::Api { correlation_id, .. }
-            | Activity::ExternalCorrelation { correlation_id, .. } => *correlation_id,
-            other => panic!("{other:?}"),
-        }
+    /// A factory whose tracer meets a CUPTI another profiler holds.
+    fn taken(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
+        let fake = Fake {
+            refuse_subscribe: Some(callbacks::subscribe_failure(
+                cupti::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+            )),
+            ..Fake::default()
+        };
+        Some(Box::new(CuptiTracer::new(
+            Settings::of(options),
+            Box::new(fake),
+        )))
     }
 
     #[test]
-    fn annotation_links_do_not_use_up_the_api_cap() {
-        let mut c = collected(2, false);
-        c.keep(vec![api(1), link(1), api(2), link(2)], 0);
-        c.keep(vec![api(3), link(3)], 5);
-        // Both launches within the cap are kept, the third is counted as dropped, and
-        // every link is kept.
-        assert_eq!(c.trace.dropped_api, 1);
-        assert_eq!(c.trace.dropped_by_cupti, 5);
-        let links = c
-            .trace
-            .activities
+    fn the_session_records_the_host_and_says_why_the_gpu_was_not_traced() {
+        let _one = calls::tests::SESSION
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // The only test of this binary that starts sessions: the factory stays.
+        profiler_core::tracer::register(taken);
+        profiler_core::session::start(ProfileOptions::default(), None).expect("start");
+        drop(profiler_core::trace!("step"));
+        let profile = profiler_core::session::stop().expect("stop");
+        assert_eq!(profile.event_count(), 1);
+        let taken: Vec<_> = profile
+            .warnings()
             .iter()
-            .filter(|a| matches!(a, Activity::ExternalCorrelation { .. }))
-            .count();
-        assert_eq!((c.trace.activities.len(), links), (5, 3));
+            .filter(|w| w.contains("already has a subscriber"))
+            .collect();
+        assert_eq!(taken.len(), 1, "{:?}", profile.warnings());
+    }
+
+    #[test]
+    fn a_refused_device_kind_unsubscribes_and_disables_everything() {
+        let _one = calls::tests::SESSION
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let fake = Fake {
+            refuse: vec![Records::Device],
+            ..Fake::default()
+        };
+        let (mut tracer, log) = tracer(fake, ProfileOptions::default());
+        assert_eq!(tracer.start(), Err("refused Device".to_owned()));
+        assert_eq!(
+            said(&log)[3..],
+            ["enable Device", "unsubscribe", "disable_all"]
+        );
+    }
+
+    #[test]
+    fn a_session_asks_for_what_its_options_name_and_stops_in_order() {
+        let _one = calls::tests::SESSION
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let fake = Fake {
+            refuse: vec![Records::Memory],
+            ..Fake::default()
+        };
+        let options = ProfileOptions::default()
+            .advanced("gpu_trace_all_api_calls", true)
+            .advanced("gpu_enable_nvtx_tracking", true)
+            .advanced("gpu_enable_cupti_activity_graph_trace", true)
+            .advanced("gpu_pm_sample_counters", "a.b,c")
+            .advanced("gpu_num_chips_to_profile_per_task", 1);
+        let (mut tracer, log) = tracer(fake, options);
+        tracer.start().expect("start");
+        assert_eq!(
+            said(&log),
+            [
+                "devices",
+                "prepare",
+                "subscribe all=true",
+                "enable Device",
+                "enable Memory",
+                "enable Nvtx",
+                "enable GraphTrace",
+                "start_pm 2 on [0]",
+            ]
+        );
+        // The refused optional kind is a warning, not a failure.
+        assert_eq!(tracer.warnings, ["refused Memory"]);
+        tracer.stop().expect("stop");
+        assert_eq!(
+            said(&log)[8..],
+            ["unsubscribe", "stop_pm", "disable_all", "flush"]
+        );
     }
 }

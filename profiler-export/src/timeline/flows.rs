@@ -30,7 +30,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XPlane, XStatValue};
 
 use super::events::Source;
-use super::{Origin, CORRELATION_ID, COUNTERS_LINE};
+use super::origin::Origin;
 
 /// The flow ids that start (or end) at one slice: one per consumer the slice produces
 /// for, or one per link it consumes.
@@ -84,7 +84,7 @@ impl LinkStats {
             producer_type: plane.stat_id(schema::PRODUCER_TYPE),
             consumer: plane.stat_id(schema::CONSUMER_ID),
             consumer_type: plane.stat_id(schema::CONSUMER_TYPE),
-            correlation: plane.stat_id(CORRELATION_ID),
+            correlation: plane.stat_id(schema::CORRELATION_ID),
             is_device: plane.name.starts_with("/device:"),
         }
     }
@@ -261,7 +261,7 @@ fn each_linked(source: &Source<'_>, origin: &Origin, mut f: impl FnMut(&LinkStat
             continue;
         }
         for (l, line) in plane.lines.iter().enumerate() {
-            if line.name == COUNTERS_LINE {
+            if line.name == schema::COUNTERS_LINE {
                 continue;
             }
             let base = origin.line_start_ps(line);

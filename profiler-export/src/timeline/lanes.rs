@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::{Thread, Visitor};
+use super::model::{Thread, Visitor};
 
 /// (end ps, seq, root seq) of an open slice.
 pub(super) type Open = (i64, u64, u64);

@@ -8,14 +8,16 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XEventMetadata, XLine, XPlane};
 
 use super::events::Events;
-use super::flows::{FlowWalk, LinkStats};
+use super::flows::{FlowIndex, FlowWalk, LinkStats};
 use super::lanes::Lanes;
+use super::model::{Arg, CounterTrack, Process, Slice, Totals, Visitor};
 use super::names::{EventMetadata, StatNames};
-use super::{Arg, CounterTrack, Process, Slice, Timeline, Totals, Visitor};
+use super::origin::Origin;
 
 /// Per-plane state of the walk.
 pub(super) struct PlaneWalk<'a, 't> {
-    timeline: &'t Timeline<'a>,
+    origin: Origin,
+    flows: &'t FlowIndex,
     plane: &'a XPlane,
     pid: u32,
     category: &'a str,
@@ -24,7 +26,7 @@ pub(super) struct PlaneWalk<'a, 't> {
     /// Shared by all planes of the walk.
     tids: &'t mut Tids,
     /// Shared by all planes of the walk.
-    flows: &'t mut FlowWalk,
+    walk_flows: &'t mut FlowWalk,
     /// The counter tracks of the `_counters_` line being walked.
     counter_tracks: HashMap<(i64, i64), CounterTrack<'a>>,
     /// Counter tracks made on the plane so far: the next one's number.
@@ -34,10 +36,11 @@ pub(super) struct PlaneWalk<'a, 't> {
 
 impl<'a, 't> PlaneWalk<'a, 't> {
     pub(super) fn new(
-        timeline: &'t Timeline<'a>,
+        origin: Origin,
+        flows: &'t FlowIndex,
         process: &Process<'a>,
         tids: &'t mut Tids,
-        flows: &'t mut FlowWalk,
+        walk_flows: &'t mut FlowWalk,
     ) -> Self {
         let plane = process.plane;
         let links = LinkStats::of(plane);
@@ -49,14 +52,15 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             &plane.name
         };
         PlaneWalk {
-            timeline,
+            origin,
+            flows,
             plane,
             pid: process.pid,
             category,
             stat_names: StatNames::of(plane),
             links,
             tids,
-            flows,
+            walk_flows,
             counter_tracks: HashMap::new(),
             counter_count: 0,
             metadata: EventMetadata::of(plane),
@@ -100,7 +104,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             Cow::Owned(format!("Line {}", line.id))
         };
         let mut lanes = Lanes::new(self.pid, name);
-        let base = self.timeline.origin.line_start_ps(line);
+        let base = self.origin.line_start_ps(line);
         timed(base, events, |start, event| {
             self.slice(line, &mut lanes, (start, event), visitor, totals, seq)
         })?;
@@ -133,8 +137,8 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         let parent = innermost.map(|(_, s, _)| s);
         // Every open slice knows the outermost one of its lane.
         let root = innermost.map_or(*seq, |(_, _, r)| r);
-        self.flows.visit(&self.timeline.flows, &self.links, event);
-        let (flows_out, flows_in) = self.flows.ids();
+        self.walk_flows.visit(self.flows, &self.links, event);
+        let (flows_out, flows_in) = self.walk_flows.ids();
         let metadata = self.metadata(event.metadata_id);
         let name = metadata.map(|m| {
             if m.display_name.is_empty() {
@@ -185,7 +189,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         // (XProf's have one), a track shared by both would go back in time where the
         // second line starts.
         self.counter_tracks.clear();
-        let base = self.timeline.origin.line_start_ps(line);
+        let base = self.origin.line_start_ps(line);
         timed(base, events, |at, event| {
             self.samples(at, event, visitor, totals)
         })

@@ -6,9 +6,17 @@
 
 use std::collections::BTreeMap;
 
+use profiler_core::schema;
 use profiler_core::xspace::{XEventMetadata, XPlane};
 
-use super::LINK_STATS;
+/// Stats that describe links rather than the event: they become flows, not arguments.
+const LINK_STATS: [&str; 5] = [
+    schema::PRODUCER_TYPE,
+    schema::PRODUCER_ID,
+    schema::CONSUMER_TYPE,
+    schema::CONSUMER_ID,
+    schema::IS_ROOT,
+];
 
 /// Ids beyond this many per metadata (plus some) are looked up in the map instead.
 const DENSE_IDS_PER_METADATA: usize = 4;

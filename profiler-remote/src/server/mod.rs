@@ -83,7 +83,9 @@
 
 mod auth;
 mod conn;
+mod limits;
 mod output;
+mod quote;
 mod request;
 mod service;
 
@@ -101,17 +103,14 @@ use auth::Auth;
 use conn::Conns;
 use service::Service;
 
+pub use limits::Limits;
+use limits::MAX_RESPONSE_BYTES;
 pub use output::Writes;
 pub use service::BUSY;
 
 /// Largest request decoded: real requests are under 2 KiB; anything larger is a
 /// client trying to make the process hold it.
 const MAX_REQUEST_BYTES: usize = 64 << 10;
-/// Largest response: a whole capture's XSpace.
-const MAX_RESPONSE_BYTES: usize = 1 << 30;
-/// Largest XSpace put in a response: a larger one is cut to its latest steps (see
-/// `profiler_export::fit::retain_within`), with room left for the response around it.
-const MAX_RESPONSE_XSPACE_BYTES: u64 = MAX_RESPONSE_BYTES as u64 - (1 << 20);
 /// Largest HTTP/2 header block a client may send (the token travels there).
 const MAX_HEADER_BYTES: u32 = 16 << 10;
 /// Concurrent calls per connection: real clients make one at a time.
@@ -125,46 +124,6 @@ const STOP_GRACE: Duration = Duration::from_secs(1);
 /// [`ErrorKind::Io`] when the port cannot be bound.
 pub fn start(port: u16) -> profiler_core::Result<ServerHandle> {
     ServerBuilder::new(port).start()
-}
-
-/// What the server bounds, each a limit on what a client can make the process hold
-/// or wait for; see the [module documentation](self) for why each default.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Connections open at once (default 32).
-    pub max_connections: usize,
-    /// A connection whose peer sends nothing this long while no call of it runs is
-    /// closed (default 30 s).
-    pub idle_timeout: Duration,
-    /// Longest wait before a capture starts, as `opts.start_timestamp_ns` asks
-    /// (default 60 s); the capture slot is held meanwhile.
-    pub max_delay: Duration,
-    /// Longest capture (default 10 min).
-    pub max_duration: Duration,
-    /// Largest `max_events` a capture may ask for (default
-    /// [`profiler_core::options::DEFAULT_MAX_EVENTS`], 8 Mi records, 256 MiB).
-    pub max_events: u64,
-    /// Largest flight-recorder ring per thread, in records (default 1 Mi, 32 MiB).
-    pub max_ring_events: u64,
-    /// Early `Terminate`s remembered at once (default 64); the oldest makes way.
-    pub early_terminations: usize,
-    /// How long an early `Terminate` is remembered (default 10 s).
-    pub early_termination_ttl: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_connections: 32,
-            idle_timeout: Duration::from_secs(30),
-            max_delay: Duration::from_secs(60),
-            max_duration: Duration::from_secs(600),
-            max_events: profiler_core::options::DEFAULT_MAX_EVENTS,
-            max_ring_events: 1 << 20,
-            early_terminations: 64,
-            early_termination_ttl: Duration::from_secs(10),
-        }
-    }
 }
 
 /// Keeps secrets out of `Debug` output.

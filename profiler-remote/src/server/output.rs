@@ -16,7 +16,7 @@ use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
 use profiler_core::Profile;
 use tonic::Status;
 
-use super::request::quote;
+use super::quote::quote;
 
 /// Where the server writes the files clients ask it to write (a `ProfileRequest`
 /// without `emit_xspace`, as TensorBoard/XProf's Capture button and

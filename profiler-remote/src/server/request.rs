@@ -4,7 +4,7 @@
 //!
 //! Everything that can refuse a request is checked here, before the capture claims
 //! the server, so a refusal never costs a recorded profile. Messages quote at most
-//! [`QUOTE_BYTES`] of what the client sent: a long string quoted whole would turn the
+//! [`QUOTE_BYTES`](super::quote::QUOTE_BYTES) of what the client sent: a long string quoted whole would turn the
 //! real error into RESOURCE_EXHAUSTED (the status no longer fits in the trailers).
 
 use std::collections::BTreeMap;
@@ -15,8 +15,9 @@ use profiler_core::{ConfigValue, ProfileOptions};
 use profiler_export::formats::{self, host_file_stem, ExportFormat};
 use tonic::Status;
 
+use super::limits::Limits;
 use super::output::Writes;
-use super::Limits;
+use super::quote::{clip, quote};
 use crate::proto::{self, advanced_config_value::Value};
 
 /// Longest session id or file name: one path component on Linux and macOS (`NAME_MAX`).
@@ -29,10 +30,6 @@ const MAX_CONFIG_ENTRIES: usize = 64;
 const MAX_CONFIG_KEY_BYTES: usize = 64;
 /// Longest string value in `advanced_configuration`.
 const MAX_CONFIG_STRING_BYTES: usize = 1024;
-/// How much of a client's string an error message quotes.
-pub(super) const QUOTE_BYTES: usize = 64;
-/// Longest message built from another component's error (which may quote a value).
-const MAX_MESSAGE_BYTES: usize = 512;
 
 /// A validated `Profile` request.
 #[derive(Debug)]
@@ -47,32 +44,6 @@ pub(super) struct Capture {
 
 pub(super) fn invalid(message: String) -> Status {
     Status::invalid_argument(message)
-}
-
-/// `value` quoted for an error message: whole when short, else its first
-/// [`QUOTE_BYTES`] and its length.
-pub(super) fn quote(value: &str) -> String {
-    if value.len() <= QUOTE_BYTES {
-        return format!("{value:?}");
-    }
-    let mut end = QUOTE_BYTES;
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} bytes)", &value[..end], value.len())
-}
-
-/// `message` cut to [`MAX_MESSAGE_BYTES`], for messages other code built from client
-/// input.
-pub(super) fn clip(message: &str) -> String {
-    if message.len() <= MAX_MESSAGE_BYTES {
-        return message.to_owned();
-    }
-    let mut end = MAX_MESSAGE_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &message[..end], message.len())
 }
 
 /// `value` is at most `max` bytes.
@@ -327,21 +298,5 @@ impl Capture {
             session_id,
             file,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quotes_keep_short_strings_and_cut_long_ones_at_a_character() {
-        assert_eq!(quote("abc"), "\"abc\"");
-        let long = "é".repeat(100);
-        let quoted = quote(&long);
-        assert!(quoted.ends_with("… (200 bytes)"), "{quoted}");
-        assert!(quoted.len() < QUOTE_BYTES + 30, "{quoted}");
-        assert_eq!(clip("short"), "short");
-        assert!(clip(&"x".repeat(10_000)).len() < MAX_MESSAGE_BYTES + 30);
     }
 }

@@ -13,9 +13,10 @@ use tonic::{Request, Response, Status};
 use crate::proto;
 use crate::rpc::profiler_service_server::ProfilerService;
 use crate::server::conn::InFlight;
+use crate::server::limits::{Limits, MAX_RESPONSE_XSPACE_BYTES};
 use crate::server::output::{Output, Writes};
-use crate::server::request::{check_len, clip, invalid, request_options, Capture, MAX_NAME_BYTES};
-use crate::server::{Limits, MAX_RESPONSE_XSPACE_BYTES};
+use crate::server::quote::clip;
+use crate::server::request::{check_len, invalid, request_options, Capture, MAX_NAME_BYTES};
 
 /// The message real servers answer a second concurrent capture with; clients and
 /// `capture-profile` recognise it.

@@ -1,0 +1,203 @@
+//! The launch path without a GPU: prof's CUPTI callback fed synthetic
+//! `CUpti_CallbackData` inside real annotations, collected as the live tracer collects
+//! (the calls' ticks through the session's clock), then a synthetic kernel with the
+//! same correlation id through the conversion: the kernel carries the annotation that
+//! was open at its launch, read from the scope hook's stack, not from CUPTI. Its own
+//! test binary: it registers a tracer and installs the scope hook, both process-wide.
+
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cudarc::cupti::sys as cupti;
+use profiler_core::schema;
+use profiler_core::tracer::{self, SessionClock, Tracer};
+use profiler_core::xspace::{XPlane, XSpace, XStatValue};
+use profiler_core::{session, trace, ProfileOptions};
+use profiler_cuda::activity::{Activity, DeviceTrace, Placement};
+use profiler_cuda::{calls, convert, scope_stack};
+
+/// `cuLaunchKernel` in the driver domain.
+const CU_LAUNCH_KERNEL: u32 = 307;
+
+/// One launch as CUPTI reports it, entry then exit.
+fn launch(correlation_id: u32) {
+    let mut slot = 0u64;
+    let mut data = cupti::CUpti_CallbackData {
+        callbackSite: cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
+        functionName: c"cuLaunchKernel".as_ptr(),
+        functionParams: std::ptr::null(),
+        functionReturnValue: std::ptr::null_mut(),
+        symbolName: std::ptr::null(),
+        context: std::ptr::null_mut(),
+        contextUid: 1,
+        correlationData: &mut slot,
+        correlationId: correlation_id,
+    };
+    let domain = cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
+    for site in [
+        cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
+        cupti::CUpti_ApiCallbackSite::CUPTI_API_EXIT,
+    ] {
+        data.callbackSite = site;
+        let ptr = std::ptr::from_mut(&mut data).cast::<c_void>().cast_const();
+        // SAFETY: a whole `CUpti_CallbackData` whose `correlationData` points to a
+        // live u64, as CUPTI passes them for the driver domain.
+        unsafe { profiler_cuda::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr) };
+    }
+}
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Sessions are process-wide: one test records at a time.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The live tracer's collection, less CUPTI: the calls from the logs, a kernel per
+/// launch (8 µs after it, 10 µs long) from the device.
+struct SyntheticDevice;
+
+impl Tracer for SyntheticDevice {
+    fn start(&mut self) -> Result<(), String> {
+        GENERATION.store(calls::begin_session(1 << 20), Ordering::Relaxed);
+        tracer::set_scope_hook(Some(&scope_stack::HOOK));
+        Ok(())
+    }
+    fn stop(&mut self) -> Result<(), String> {
+        tracer::set_scope_hook(None);
+        calls::end_session();
+        Ok(())
+    }
+    fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {
+        let threads = calls::collect(GENERATION.load(Ordering::Relaxed));
+        let (mut activities, _) = calls::into_activities(
+            threads,
+            |_, cbid| {
+                if cbid == CU_LAUNCH_KERNEL {
+                    "cuLaunchKernel".into()
+                } else {
+                    format!("CUDA API {cbid}")
+                }
+            },
+            |ticks| session.ticks_to_clock_ns(ticks),
+        );
+        let kernels: Vec<Activity> = activities
+            .iter()
+            .filter_map(|a| match a {
+                Activity::Api {
+                    start,
+                    correlation_id,
+                    ..
+                } => Some(Activity::Kernel {
+                    name: format!("kernel_{correlation_id}"),
+                    start: start + 8_000,
+                    end: start + 18_000,
+                    at: Placement {
+                        stream_id: 7,
+                        correlation_id: *correlation_id,
+                        ..Placement::default()
+                    },
+                    details: Default::default(),
+                }),
+                _ => None,
+            })
+            .collect();
+        activities.extend(kernels);
+        let trace = DeviceTrace {
+            activities,
+            ..DeviceTrace::default()
+        };
+        convert::add_to_space(&trace, space, &|ns| session.to_session_ns(ns));
+    }
+}
+
+fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
+    (options.device_tracer_level >= 1).then(|| Box::new(SyntheticDevice) as _)
+}
+
+fn stat<'a>(plane: &'a XPlane, name: &str, kernel: &str) -> Option<&'a XStatValue> {
+    let event = plane
+        .lines
+        .iter()
+        .flat_map(|l| &l.events)
+        .find(|e| plane.event_name(e.metadata_id) == Some(kernel))?;
+    plane.find_stat(&event.stats, name)
+}
+
+#[test]
+fn a_launch_carries_the_annotation_open_on_its_thread() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    tracer::register(factory);
+    session::start(ProfileOptions::default(), None).expect("start");
+    {
+        let _step = trace!("Train", step_num = 3);
+        let _fwd = trace!("forward");
+        {
+            let _attn = trace!("attn");
+            launch(1);
+        }
+        let _mlp = trace!("mlp");
+        launch(2);
+    }
+    launch(3); // outside every annotation
+               // The synthetic kernels end 18 µs after their launches: inside the session.
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    let space = session::stop().expect("stop").into_xspace();
+
+    let gpu = space.plane("/device:GPU:0").expect("a GPU plane");
+    let op = |kernel| match stat(gpu, convert::TF_OP, kernel) {
+        Some(XStatValue::Str(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    assert_eq!(op("kernel_1"), Some("forward/attn:attn"));
+    assert_eq!(op("kernel_2"), Some("forward/mlp:mlp"));
+    assert_eq!(op("kernel_3"), None);
+    assert!(
+        stat(gpu, profiler_cuda::stats::CORRELATION_ID, "kernel_3").is_some(),
+        "kernel_3 is there"
+    );
+    assert_eq!(
+        stat(gpu, convert::HOST_STEP_NUM, "kernel_1").and_then(XStatValue::as_i64),
+        Some(3)
+    );
+    // The launches are on the host: inside the annotations, on the thread's line.
+    let host = space.plane(schema::HOST_PLANE).expect("host plane");
+    let line = host
+        .lines
+        .iter()
+        .find(|l| {
+            l.events
+                .iter()
+                .any(|e| host.event_name(e.metadata_id) == Some("attn"))
+        })
+        .expect("the thread's line");
+    let launches = line
+        .events
+        .iter()
+        .filter(|e| host.event_name(e.metadata_id) == Some("cuLaunchKernel"))
+        .count();
+    assert_eq!(launches, 2);
+    assert!(host
+        .lines
+        .iter()
+        .any(|l| l.name.starts_with("CUDA API (thread")));
+}
+
+#[test]
+fn annotations_make_no_call_into_cupti() {
+    // With no libcupti on this machine, any CUPTI call would panic (cudarc loads its
+    // symbols at first use): a thousand annotations under the hook prove there is none.
+    if profiler_cuda::missing_libraries().is_none() {
+        eprintln!("libcupti is present here: this test proves nothing on this machine");
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    tracer::set_scope_hook(Some(&scope_stack::HOOK));
+    session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
+    for i in 0..1000 {
+        let _t = trace!("step", i = i);
+        let _u = trace!("inner");
+        assert_eq!(scope_stack::depth(), 2);
+    }
+    let _ = session::stop();
+    tracer::set_scope_hook(None);
+    assert_eq!(scope_stack::depth(), 0);
+}
