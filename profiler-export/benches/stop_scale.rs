@@ -173,7 +173,6 @@ fn child(events: u64, phases: bool, ring: Option<u64>, dir: &Path) {
         let t = Instant::now();
         perfetto::write_to(profile.xspace(), std::io::sink()).unwrap();
         let perfetto_s = t.elapsed().as_secs_f64();
-        let mut profile = profile;
         let path = dir.join("phases.xplane.pb");
         let t = Instant::now();
         let written = fit::write_xplane(&path, &mut profile, DEFAULT_MAX_XPLANE_BYTES).unwrap();
@@ -199,6 +198,9 @@ fn child(events: u64, phases: bool, ring: Option<u64>, dir: &Path) {
         }
     }
     println!("{line}");
+    for warning in profile.warnings() {
+        println!("  warning: {warning}");
+    }
 }
 
 fn main() {
