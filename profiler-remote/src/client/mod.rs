@@ -8,7 +8,7 @@
 //!
 //! Connecting gives up after [`Connection::connect_timeout`] (5 s by default), and so
 //! does waiting for the server's first answer once connected: an address where
-//! something else listens fails in seconds, saying what answered ([`answer`]).
+//! something else listens fails in seconds, saying what answered ([`CaptureError::NotGrpc`]).
 
 mod answer;
 
