@@ -10,7 +10,7 @@ fn method(name: &str, route: &str, input: &str, output: &str) -> Method {
         .route_name(route)
         .input_type(format!("crate::proto::{input}"))
         .output_type(format!("crate::proto::{output}"))
-        .codec_path("tonic_prost::ProstCodec")
+        .codec_path("crate::codec::Protobuf")
         .build()
 }
 

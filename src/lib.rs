@@ -235,7 +235,10 @@ pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<d
 /// Starts profiling into `logdir`, as `tf.profiler.experimental.start(logdir)` and
 /// `jax.profiler.start_trace(log_dir)` do. The profile is written when [`stop`] is
 /// called, or on its own after `options.duration_ms` if that is set: its `.xplane.pb`,
-/// and beside it each of `options.export_formats` (Perfetto, Chrome JSON).
+/// and beside it each of `options.export_formats` (Perfetto, Chrome JSON). A session
+/// whose `.xplane.pb` would pass `options.max_xplane_bytes` (XProf opens no file over
+/// 2 GiB) keeps its latest steps that fit there, and the whole session in a Perfetto
+/// trace beside it ([`export::fit`]).
 ///
 /// # Errors
 /// [`ErrorKind::InvalidArgument`] for invalid options or a logdir that cannot be
@@ -248,7 +251,8 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     register_tracers();
     export::logdir::prepare(&logdir)?;
     let formats = options.export_formats.clone();
-    profiler_core::session::start(options, Some(writer(logdir, formats)))
+    let max_xplane_bytes = options.max_xplane_bytes;
+    profiler_core::session::start(options, Some(writer(logdir, formats, max_xplane_bytes)))
 }
 
 /// Starts a session that keeps its profile in memory, writing nothing: [`stop`]
@@ -317,8 +321,14 @@ fn register_tracers() {
     profiler_cuda::register();
 }
 
-fn writer(logdir: PathBuf, formats: Vec<ExportFormat>) -> profiler_core::session::Finisher {
-    Box::new(move |profile| export::logdir::write_logdir_formats(&logdir, profile, &formats))
+fn writer(
+    logdir: PathBuf,
+    formats: Vec<ExportFormat>,
+    max_xplane_bytes: u64,
+) -> profiler_core::session::Finisher {
+    Box::new(move |profile| {
+        export::logdir::write_logdir_within(&logdir, profile, &formats, max_xplane_bytes)
+    })
 }
 
 /// A session that stops and writes its logdir when dropped.

@@ -158,3 +158,99 @@ fn duration_ms_writes_the_run_without_stop() {
     let profile = prof::stop().expect("stop returns the auto-stopped profile");
     assert_eq!(profile.event_count(), 1);
 }
+
+/// XProf opens no `.xplane.pb` over 2 GiB. Past its limit (here a few kilobytes, as
+/// `max_xplane_bytes` allows for tests), a session's file keeps its most recent whole
+/// steps, the whole session goes to a Perfetto trace beside it, and both say so.
+#[test]
+fn a_session_past_its_xplane_limit_keeps_its_latest_whole_steps() {
+    use prof::export::perfetto::proto;
+    use prost::Message;
+
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let limit = 12 << 10;
+    let (steps, per_step) = (40i64, 30u64);
+    prof::start(
+        dir.path(),
+        ProfileOptions::default().max_xplane_bytes(limit),
+    )
+    .expect("start");
+    for step in 0..steps {
+        let _t = prof::trace!("Train", step_num = step);
+        for i in 0..per_step {
+            let _op = prof::trace!("op", i = i);
+        }
+    }
+    let profile = prof::stop().expect("stop");
+    let events = profile.event_count() as u64;
+    assert_eq!(events, steps as u64 * (per_step + 1));
+
+    let [xplane, pftrace] = profile.files() else {
+        panic!("an .xplane.pb and a .pftrace: {:?}", profile.files())
+    };
+    let name = |p: &Path| p.file_name().expect("name").to_string_lossy().into_owned();
+    assert!(name(xplane).ends_with(".xplane.pb") && name(pftrace).ends_with(".pftrace"));
+    assert_eq!(xplane.parent(), pftrace.parent());
+    let bytes = std::fs::metadata(xplane).expect("file").len();
+    assert!(bytes <= limit, "{bytes} bytes, over {limit}");
+
+    // The file: the most recent steps, each whole (its root and every op).
+    let cut = prof::Profile::new(prof::export::xplane::read(xplane).expect("decode"));
+    let kept = cut.steps();
+    assert!(!kept.is_empty() && kept.len() < steps as usize, "{kept:?}");
+    let first = steps - kept.len() as i64;
+    assert_eq!(kept, (first..steps).collect::<Vec<_>>());
+    let kept_events = cut.event_count() as u64;
+    assert_eq!(kept_events, kept.len() as u64 * (per_step + 1));
+
+    // The Perfetto trace: every event of the session.
+    let trace = proto::Trace::decode(std::fs::read(pftrace).expect("read").as_slice())
+        .expect("a Perfetto trace");
+    let slices = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref()?.r#type)
+        .filter(|&t| t == proto::TYPE_SLICE_BEGIN || t == proto::TYPE_INSTANT)
+        .count() as u64;
+    assert_eq!(slices, events);
+
+    // The warning, in the profile and in the file, names both files.
+    let warning = profile
+        .warnings()
+        .iter()
+        .find(|w| w.contains(&name(xplane)))
+        .unwrap_or_else(|| panic!("{:?}", profile.warnings()));
+    assert!(warning.contains(&name(pftrace)), "{warning}");
+    assert!(
+        warning.contains(&format!("last {} of {steps} steps", kept.len())),
+        "{warning}"
+    );
+    assert!(cut.warnings().contains(warning));
+    // The Task Environment plane's stats, and the summary's note.
+    let env = cut
+        .xspace()
+        .plane(prof::schema::TASK_ENV_PLANE)
+        .expect("task environment");
+    let stat = |n| env.find_stat(&env.stats, n).cloned();
+    use prof::xspace::XStatValue;
+    assert_eq!(
+        stat(prof::export::fit::EVENTS_LEFT_OUT),
+        Some(XStatValue::Uint64(events - kept_events))
+    );
+    assert_eq!(
+        stat(prof::export::fit::STEPS_LEFT_OUT),
+        Some(XStatValue::Uint64(steps as u64 - kept.len() as u64))
+    );
+    assert_eq!(
+        stat(prof::export::fit::FULL_TRACE),
+        Some(XStatValue::Str(name(pftrace)))
+    );
+    use prof::ProfileExport;
+    let summary = profile.summary(&prof::summary::SummaryOptions::default());
+    let [note] = summary.notes() else {
+        panic!("{:?}", summary.notes())
+    };
+    assert!(note.contains(&name(pftrace)), "{note}");
+    assert!(summary.table().contains(note.as_str()));
+}

@@ -24,6 +24,8 @@ pub struct Args {
     pub advanced: Vec<(String, prof::ConfigValue)>,
     /// Where to write the summary as JSON.
     pub summary_json: Option<PathBuf>,
+    /// `--max-xplane-bytes`: the session's `max_xplane_bytes`, when given.
+    pub max_xplane_bytes: Option<u64>,
 }
 
 impl Args {
@@ -34,6 +36,9 @@ impl Args {
         }
         for (key, value) in &self.advanced {
             options = options.advanced(key.clone(), value.clone());
+        }
+        if let Some(bytes) = self.max_xplane_bytes {
+            options = options.max_xplane_bytes(bytes);
         }
         options
     }
@@ -73,6 +78,10 @@ struct Cli<E: clap::Args> {
     /// Also write the summary (steps, peak memory per allocator and op) as JSON here
     #[arg(long, value_name = "FILE")]
     summary_json: Option<PathBuf>,
+    /// Largest .xplane.pb to write (XProf opens none over 2 GiB): past it, the file keeps
+    /// the latest steps that fit and a .pftrace beside it holds the whole session
+    #[arg(long, value_name = "BYTES")]
+    max_xplane_bytes: Option<u64>,
     #[command(flatten)]
     extra: E,
 }
@@ -108,6 +117,7 @@ pub fn parse<E: clap::Args>(
         perfetto_link: cli.perfetto_link,
         advanced: cli.option,
         summary_json: cli.summary_json,
+        max_xplane_bytes: cli.max_xplane_bytes,
     };
     (args, cli.extra)
 }

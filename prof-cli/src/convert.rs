@@ -81,6 +81,9 @@ fn run(args: &Args) -> i32 {
                 c.totals.flows
             );
         }
+        for warning in &outcome.warnings {
+            eprintln!("prof-convert: warning: {warning}");
+        }
         match &outcome.error {
             Some(e) => {
                 eprintln!("prof-convert: {e}");

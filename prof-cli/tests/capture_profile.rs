@@ -231,3 +231,106 @@ fn help_version_and_usage_errors_follow_the_conventions() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--duration-ms"));
 }
+
+/// The run directories under `logdir` (XProf lists each as a session).
+fn runs_under(logdir: &Path) -> Vec<String> {
+    std::fs::read_dir(logdir.join("plugins/profile"))
+        .map(|runs| {
+            runs.map(|r| r.expect("run").file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 30: every failed capture left an empty run directory, which XProf lists as
+/// an empty session (47 of them after 50 concurrent attempts).
+#[test]
+fn a_failed_capture_leaves_no_run_directory() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (gone, addr) = serve();
+    gone.stop();
+    let logdir = dir.path().join("logs");
+    let out = capture_profile(&[
+        &addr,
+        "--attempts",
+        "1",
+        "--logdir",
+        &logdir.to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(runs_under(&logdir).is_empty(), "{:?}", runs_under(&logdir));
+    // Its error says each thing once: "tcp connect error: tcp connect error" before.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("unreachable"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(line.matches(addr.as_str()).count(), 1, "{line}");
+    let parts: Vec<_> = line.split(": ").collect();
+    assert!(parts.windows(2).all(|w| w[0] != w[1]), "{line}");
+}
+
+/// A listener on loopback that accepts connections for 20 s at most and answers
+/// each with `answer` (nothing when empty), keeping them open.
+fn listener(answer: &'static [u8]) -> String {
+    use std::io::{Read, Write};
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = socket.local_addr().expect("addr").to_string();
+    socket.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(20);
+        let mut held = Vec::new();
+        while Instant::now() < until {
+            match socket.accept() {
+                Ok((mut conn, _)) => {
+                    if !answer.is_empty() {
+                        let _ = conn.set_nonblocking(false);
+                        let mut preface = [0u8; 24];
+                        let _ = conn.read(&mut preface);
+                        let _ = conn.write_all(answer);
+                    }
+                    held.push(conn);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    addr
+}
+
+/// Issue 30: a server that accepts and says nothing was reported after 30 s, and an
+/// HTTP/1 server as "h2 protocol error".
+#[test]
+fn something_else_listening_fails_in_seconds_saying_what_answered() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let logdir = dir.path().join("logs").to_string_lossy().into_owned();
+    let silent = listener(b"");
+    let started = Instant::now();
+    let out = capture_profile(&[&silent, "--connect-timeout-ms", "500", "--logdir", &logdir]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("did not answer within 0.5 s"), "{stderr}");
+
+    let http1 = listener(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let out = capture_profile(&[&http1, "--logdir", &logdir]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a gRPC server"), "{stderr}");
+    assert!(!stderr.contains("h2 protocol error"), "{stderr}");
+    assert!(runs_under(Path::new(&logdir)).is_empty());
+}
+
+#[test]
+fn a_malformed_address_is_bad_usage() {
+    for address in ["::1:5", "a b:5", "h/x:5"] {
+        let out = capture_profile(&[address]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{address}: {stderr}");
+        assert!(stderr.contains("HOST:PORT"), "{address}: {stderr}");
+    }
+}

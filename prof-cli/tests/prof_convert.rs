@@ -43,3 +43,23 @@ fn a_bad_file_is_named_and_the_rest_still_converts() {
         .expect("runs");
     assert_eq!(usage.status.code(), Some(2));
 }
+
+#[test]
+fn an_empty_file_converts_with_a_warning_that_the_profile_is_empty() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let empty = dir.path().join("host.xplane.pb");
+    std::fs::write(&empty, b"").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_prof-convert"))
+        .arg(&empty)
+        .args(["--format", "perfetto"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // An empty file is a valid, empty XSpace: converted, and said to be empty.
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(dir.path().join("host.pftrace").is_file());
+    assert!(
+        stderr.contains("warning") && stderr.contains("host.xplane.pb") && stderr.contains("empty"),
+        "{stderr}"
+    );
+}

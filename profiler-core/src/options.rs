@@ -11,6 +11,19 @@ use crate::error::{Error, ErrorKind, Result};
 /// Default cap on recorded records: 8 Mi × 32 bytes = 256 MiB at most.
 pub const DEFAULT_MAX_EVENTS: u64 = 8 << 20;
 
+/// The largest `.xplane.pb` XProf and TensorBoard can open: they read a host's file as
+/// one protobuf message, which protobuf caps at 2 GiB less a byte (JAX's profiling
+/// guide: "XSpace exceeded maximum protobuf size of 2GB").
+pub const XPROF_MAX_BYTES: u64 = (1 << 31) - 1;
+
+/// The least [`ProfileOptions::max_xplane_bytes`]: room for a profile's metadata and a
+/// few events.
+pub const MIN_XPLANE_BYTES: u64 = 4 << 10;
+
+/// Default [`ProfileOptions::max_xplane_bytes`]: XProf's limit less 64 MiB, a margin
+/// for what readers add around the message.
+pub const DEFAULT_MAX_XPLANE_BYTES: u64 = XPROF_MAX_BYTES + 1 - (64 << 20);
+
 /// What a profiling session records.
 ///
 /// ```
@@ -43,6 +56,11 @@ pub struct ProfileOptions {
     /// Formats written beside the `.xplane.pb` when the session's profile is written
     /// (the exporters live in `profiler-export`; this only records the choice).
     pub export_formats: Vec<ExportFormat>,
+    /// Largest `.xplane.pb` written ([`DEFAULT_MAX_XPLANE_BYTES`], at most
+    /// [`XPROF_MAX_BYTES`]): a longer session's file keeps its latest steps that fit,
+    /// and the whole session is written as Perfetto beside it (`profiler-export`'s
+    /// `fit`). Lower it to keep files small; a test sets it to a few kilobytes.
+    pub max_xplane_bytes: u64,
 }
 
 impl Default for ProfileOptions {
@@ -55,6 +73,7 @@ impl Default for ProfileOptions {
             max_events: DEFAULT_MAX_EVENTS,
             advanced_configuration: BTreeMap::new(),
             export_formats: Vec::new(),
+            max_xplane_bytes: DEFAULT_MAX_XPLANE_BYTES,
         }
     }
 }
@@ -98,6 +117,12 @@ impl ProfileOptions {
         self
     }
 
+    /// Sets [`ProfileOptions::max_xplane_bytes`].
+    pub fn max_xplane_bytes(mut self, bytes: u64) -> Self {
+        self.max_xplane_bytes = bytes;
+        self
+    }
+
     /// Adds one `advanced_configuration` entry.
     pub fn advanced(mut self, key: impl Into<String>, value: impl Into<ConfigValue>) -> Self {
         self.advanced_configuration.insert(key.into(), value.into());
@@ -127,6 +152,13 @@ impl ProfileOptions {
             return Err(invalid(
                 "max_events = 0 would record nothing: use a positive cap",
             ));
+        }
+        if !(MIN_XPLANE_BYTES..=XPROF_MAX_BYTES).contains(&self.max_xplane_bytes) {
+            return Err(invalid(format!(
+                "max_xplane_bytes = {} is out of range: use {MIN_XPLANE_BYTES} to \
+                 {XPROF_MAX_BYTES} (XProf reads no file over 2 GiB)",
+                self.max_xplane_bytes
+            )));
         }
         for (key, value) in &self.advanced_configuration {
             let Some(spec) = CONFIG_KEYS.iter().find(|k| k.name == key) else {
@@ -515,6 +547,22 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         ProfileOptions::default().validate().expect("valid");
+    }
+
+    #[test]
+    fn the_xplane_limit_is_one_xprof_can_read() {
+        const { assert!(DEFAULT_MAX_XPLANE_BYTES < XPROF_MAX_BYTES) };
+        for bytes in [MIN_XPLANE_BYTES, XPROF_MAX_BYTES] {
+            let options = ProfileOptions::default().max_xplane_bytes(bytes);
+            options.validate().expect("in range");
+        }
+        for bytes in [0, MIN_XPLANE_BYTES - 1, XPROF_MAX_BYTES + 1] {
+            let err = ProfileOptions::default()
+                .max_xplane_bytes(bytes)
+                .validate()
+                .expect_err("out of range");
+            assert!(err.to_string().contains("max_xplane_bytes"), "{err}");
+        }
     }
 
     #[test]

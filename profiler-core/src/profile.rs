@@ -26,6 +26,11 @@ impl Profile {
         &self.space
     }
 
+    /// The collected space, to change: an exporter notes in it what a file left out.
+    pub fn xspace_mut(&mut self) -> &mut XSpace {
+        &mut self.space
+    }
+
     /// Takes the collected space.
     pub fn into_xspace(self) -> XSpace {
         self.space

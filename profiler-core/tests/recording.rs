@@ -486,3 +486,51 @@ fn unicode_and_long_string_fields_survive() {
         "stat metadata ids start at 1"
     );
 }
+
+/// Past its first chunks, a thread's buffer gives its pages back as `stop` reads it;
+/// the next session that records as much on the thread writes them anew, whole.
+#[test]
+fn a_long_session_then_another_on_the_same_thread_record_whole() {
+    let _s = serial();
+    let events = 1_200_000u64; // more than the 1Mi records kept
+    for (round, name) in ["first", "second"].into_iter().enumerate() {
+        session::start(ProfileOptions::default().max_events(2 * events), None).expect("start");
+        for i in 0..events {
+            if name == "first" {
+                let _t = trace!("first", i = i);
+            } else {
+                let _t = trace!("second");
+            }
+        }
+        let profile = session::stop().expect("stop");
+        assert!(profile.warnings().is_empty(), "{:?}", profile.warnings());
+        let plane = profile
+            .xspace()
+            .plane(profiler_core::schema::HOST_PLANE)
+            .expect("host");
+        let line = plane
+            .lines
+            .iter()
+            .max_by_key(|l| l.events.len())
+            .expect("a line");
+        assert_eq!(line.events.len() as u64, events, "round {round}");
+        let id = plane
+            .event_metadata
+            .values()
+            .find(|m| m.name == name)
+            .expect("named")
+            .id;
+        assert!(
+            line.events.iter().all(|e| e.metadata_id == id),
+            "round {round}"
+        );
+        if name == "first" {
+            let i = plane.stat_id("i").expect("field");
+            let last = line.events.last().expect("events");
+            assert_eq!(
+                last.stat(Some(i)).and_then(XStatValue::as_i64),
+                Some(events as i64 - 1)
+            );
+        }
+    }
+}

@@ -83,6 +83,9 @@ pub struct FileOutcome {
     pub input: PathBuf,
     /// The files written from it, in the order of the formats asked for.
     pub written: Vec<Converted>,
+    /// What a user should know about what was written: a profile with no events (an
+    /// empty file is a valid, empty XSpace), naming the file.
+    pub warnings: Vec<String>,
     /// Why the rest was not written; the error names the file it is about.
     pub error: Option<Error>,
 }
@@ -145,6 +148,7 @@ pub fn convert_all(
             Err(error) => steps.push(Step::Failed(FileOutcome {
                 input: root.clone(),
                 written: Vec::new(),
+                warnings: Vec::new(),
                 error: Some(error),
             })),
         }
@@ -221,6 +225,7 @@ impl Job {
         let mut outcome = FileOutcome {
             input: self.input.clone(),
             written: Vec::new(),
+            warnings: Vec::new(),
             error: None,
         };
         let space = match xplane::read_lazy(&self.input, &options.limits) {
@@ -230,7 +235,18 @@ impl Job {
                 return outcome;
             }
         };
-        let timeline = Timeline::lazy(&space);
+        if space.event_count() == 0 {
+            outcome.warnings.push(empty_profile(&self.input));
+        }
+        let mut timeline = Timeline::lazy(&space);
+        if !timeline.origin().is_recorded() {
+            // A file with no wall-clock start (older TensorFlow, hand-made) is placed
+            // at its modification time, about when its profile ended: a real date
+            // rather than 1970 or a made-up one.
+            if let Some(ns) = modified_unix_ns(&self.input) {
+                timeline = timeline.or_start_at(ns);
+            }
+        }
         for (format, output) in &self.outputs {
             let written = create_parent(output)
                 .and_then(|()| formats::write_timeline(&timeline, *format, output));
@@ -249,6 +265,31 @@ impl Job {
         }
         outcome
     }
+}
+
+/// The warning for a profile without events: the files written from it are empty
+/// traces, which a user converting it surely did not expect.
+fn empty_profile(input: &Path) -> String {
+    let bytes = fs::metadata(input).map_or(0, |m| m.len());
+    let what = if bytes == 0 {
+        "is empty (0 bytes, an XSpace with nothing in it)".to_owned()
+    } else {
+        format!("({bytes} bytes) records no events")
+    };
+    format!(
+        "{} {what}: the profile is empty, and so are the traces written from it",
+        input.display()
+    )
+}
+
+/// When `path` was last modified, in nanoseconds since the Unix epoch.
+fn modified_unix_ns(path: &Path) -> Option<i64> {
+    let since = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    i64::try_from(since.as_nanos()).ok()
 }
 
 fn create_parent(output: &Path) -> Result<()> {

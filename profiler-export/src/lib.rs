@@ -14,6 +14,8 @@
 //!   significant and what is noise, and a gate for CI;
 //! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
 //!   other formats;
+//! - [`fit`]: every `.xplane.pb` written opens in XProf: a profile past XProf's 2 GiB
+//!   keeps its latest steps that fit, the whole session beside it as Perfetto;
 //! - [`ProfileExport`]: all of it as methods of a [`Profile`].
 //!
 //! The timeline formats share one walk over the space ([`timeline`]), so they agree on
@@ -32,6 +34,7 @@ mod block;
 pub mod chrome;
 pub mod convert;
 pub mod diff;
+pub mod fit;
 mod flat;
 pub mod formats;
 mod gzip;

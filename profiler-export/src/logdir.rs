@@ -9,10 +9,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
 use profiler_core::{Error, ErrorKind, Profile, Result};
 
+use crate::fit;
 use crate::formats::ExportFormat;
-use crate::xplane;
 
 // The file-name helpers live with the formats, whose extensions they need; the logdir
 // keeps the path it always offered them at.
@@ -33,10 +34,21 @@ impl RunDir {
     /// # Errors
     /// [`ErrorKind::Io`] naming the directory that could not be created.
     pub fn create(logdir: &Path) -> Result<RunDir> {
+        RunDir::create_named(logdir, &run_name())
+    }
+
+    /// Creates a fresh run directory under `logdir` named `stamp` (a run name of
+    /// [`run_name`]'s form, taken when a capture started), or `stamp_1`, `stamp_2`, …
+    /// when that is taken. Create it only once there is something to write into it:
+    /// XProf lists an empty run as an empty session.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] naming the directory that could not be created.
+    pub fn create_named(logdir: &Path, stamp: &str) -> Result<RunDir> {
         let base = logdir.join(PROFILE_PLUGIN_DIR);
         fs::create_dir_all(&base)
             .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
-        let stamp = run_name();
+        let stamp = host_file_stem(stamp);
         for n in 0..1000u32 {
             let name = if n == 0 {
                 stamp.clone()
@@ -63,15 +75,39 @@ impl RunDir {
 
     /// Writes `profile` into this run as host `host`: its `.xplane.pb`, then each of
     /// `formats` beside it, recording every file written in the profile (those written
-    /// before a failure stay recorded).
+    /// before a failure stay recorded). A profile that would pass
+    /// [`DEFAULT_MAX_XPLANE_BYTES`] is written as [`fit::write_xplane`] says: its latest
+    /// steps that fit, and the whole session as Perfetto beside them.
     ///
     /// # Errors
     /// [`ErrorKind::Io`] naming the path that failed.
     pub fn write(&self, profile: &mut Profile, host: &str, formats: &[ExportFormat]) -> Result<()> {
+        self.write_within(profile, host, formats, DEFAULT_MAX_XPLANE_BYTES)
+    }
+
+    /// As [`RunDir::write`], with the `.xplane.pb` kept within `max_xplane_bytes`
+    /// (`ProfileOptions::max_xplane_bytes`).
+    ///
+    /// # Errors
+    /// As [`RunDir::write`]; [`ErrorKind::InvalidArgument`] for a limit over what
+    /// XProf reads.
+    pub fn write_within(
+        &self,
+        profile: &mut Profile,
+        host: &str,
+        formats: &[ExportFormat],
+        max_xplane_bytes: u64,
+    ) -> Result<()> {
         let file = self.host_file(host);
-        xplane::write(&file, profile.xspace())?;
+        let written = fit::write_xplane(&file, profile, max_xplane_bytes)?;
         profile.add_file(file);
+        if let Some(full) = &written.full_trace {
+            profile.add_file(full.clone());
+        }
         for &format in formats.iter().filter(|&&f| f != ExportFormat::XPlane) {
+            if format == ExportFormat::Perfetto && written.full_trace.is_some() {
+                continue; // written whole already
+            }
             let path = crate::formats::host_file(&self.path, host, format);
             crate::formats::write(profile.xspace(), format, &path)?;
             profile.add_file(path);
@@ -89,6 +125,21 @@ impl RunDir {
 /// `%Y_%m_%d_%H_%M_%S` in local time.
 pub fn run_name() -> String {
     chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string()
+}
+
+/// Checks that runs can be written under `logdir` (its `plugins/profile` is created,
+/// and a file made and removed there), without creating a run: a capture checks
+/// before it records, and creates its run only once it has something to write.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the directory that cannot be written.
+pub fn check_writable(logdir: &Path) -> Result<()> {
+    let base = logdir.join(PROFILE_PLUGIN_DIR);
+    fs::create_dir_all(&base)
+        .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
+    tempfile::tempfile_in(&base)
+        .map(drop)
+        .map_err(|e| Error::io("cannot write in the profile logdir", &base, e))
 }
 
 /// Checks that `logdir` exists or can be created, so a session fails at start rather
@@ -123,12 +174,26 @@ pub fn write_logdir(logdir: impl AsRef<Path>, profile: Profile) -> Result<Profil
 /// the error carries.
 pub fn write_logdir_formats(
     logdir: impl AsRef<Path>,
-    mut profile: Profile,
+    profile: Profile,
     formats: &[ExportFormat],
 ) -> Result<Profile> {
+    write_logdir_within(logdir, profile, formats, DEFAULT_MAX_XPLANE_BYTES)
+}
+
+/// As [`write_logdir_formats`], with the `.xplane.pb` kept within `max_xplane_bytes`
+/// (`ProfileOptions::max_xplane_bytes`; see [`fit`]).
+///
+/// # Errors
+/// As [`write_logdir`].
+pub fn write_logdir_within(
+    logdir: impl AsRef<Path>,
+    mut profile: Profile,
+    formats: &[ExportFormat],
+    max_xplane_bytes: u64,
+) -> Result<Profile> {
     let host = profile.host_name().to_owned();
-    let written =
-        RunDir::create(logdir.as_ref()).and_then(|run| run.write(&mut profile, &host, formats));
+    let written = RunDir::create(logdir.as_ref())
+        .and_then(|run| run.write_within(&mut profile, &host, formats, max_xplane_bytes));
     match written {
         Ok(()) => Ok(profile),
         Err(e) => Err(e.with_profile(profile)),
@@ -166,7 +231,7 @@ mod tests {
             "{run}"
         );
         assert_eq!(
-            xplane::read(file).expect("read back").hostnames,
+            crate::xplane::read(file).expect("read back").hostnames,
             ["worker:0"]
         );
     }

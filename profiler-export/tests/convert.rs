@@ -252,3 +252,32 @@ fn asking_for_no_format_is_an_error() {
         assert!(err.to_string().contains("no format"), "{err}");
     }
 }
+
+#[test]
+fn an_empty_profile_is_converted_and_said_to_be_empty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("zero.xplane.pb");
+    std::fs::write(&empty, b"").expect("write");
+    let full = dir.path().join("full.xplane.pb");
+    xplane::write(&full, &support::space()).expect("write");
+    let outcomes = convert_all(
+        &[empty.clone(), full],
+        &[ExportFormat::Perfetto],
+        &ConvertOptions::default(),
+    )
+    .expect("converted");
+    assert!(outcomes.iter().all(|o| o.is_ok()));
+    let [zero, full] = &outcomes[..] else {
+        panic!("two outcomes: {outcomes:?}")
+    };
+    assert_eq!(zero.written.len(), 1);
+    let [warning] = &zero.warnings[..] else {
+        panic!("one warning: {:?}", zero.warnings)
+    };
+    assert!(
+        warning.contains("zero.xplane.pb") && warning.contains("0 bytes"),
+        "{warning}"
+    );
+    assert!(warning.contains("the profile is empty"), "{warning}");
+    assert!(full.warnings.is_empty(), "{:?}", full.warnings);
+}

@@ -12,6 +12,7 @@
 //! hand-written messages: no `.proto` files and no `protoc`.
 
 pub mod client;
+mod codec;
 pub mod proto;
 pub mod server;
 

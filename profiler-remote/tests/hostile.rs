@@ -393,3 +393,45 @@ fn a_server_that_writes_nowhere_still_returns_profiles() {
     assert!(response.xspace.is_some());
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
 }
+
+/// Not a `ProfileRequest`: its field 1 (`duration_ms`, a varint there) is bytes.
+#[derive(Clone, PartialEq, prost::Message)]
+struct NotARequest {
+    #[prost(bytes = "vec", tag = "1")]
+    duration_ms: Vec<u8>,
+}
+
+/// Issue 30: a body that does not decode got INTERNAL, as if the server had failed.
+#[test]
+fn an_undecodable_request_is_an_invalid_argument() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let status = runtime().block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("uri")
+            .timeout(Duration::from_secs(30))
+            .connect()
+            .await
+            .expect("connect");
+        let mut grpc = tonic::client::Grpc::new(channel);
+        grpc.ready().await.expect("ready");
+        let body = NotARequest {
+            duration_ms: b"soon".to_vec(),
+        };
+        grpc.unary(
+            tonic::Request::new(body),
+            tonic::codegen::http::uri::PathAndQuery::from_static(
+                "/tensorflow.ProfilerService/Profile",
+            ),
+            tonic_prost::ProstCodec::<NotARequest, proto::ProfileResponse>::default(),
+        )
+        .await
+        .expect_err("refused")
+    });
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().contains("ProfileRequest"),
+        "{}",
+        status.message()
+    );
+}

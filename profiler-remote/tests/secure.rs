@@ -104,6 +104,7 @@ mod tls {
                 ca_certificate_pem: ca_pem.as_bytes().to_vec(),
                 domain_name: Some("localhost".into()),
             }),
+            ..Connection::default()
         }
     }
 

@@ -1,5 +1,6 @@
 //! `capture-profile`: parse, check the logdir, capture every host in parallel, write
-//! one run directory, report.
+//! one run directory (created only once a host has something to write, so a failed
+//! capture leaves no empty run for XProf to list), report.
 //!
 //! Parsing is strict: every number is range-checked by clap (a tracer level of
 //! 4294967298 or a delay of 2^64 ms is an error, not a wrapped value), an address is
@@ -17,7 +18,6 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use profiler_core::{ConfigValue, ExportFormat};
 use profiler_export::otlp::{OtlpOptions, Protocol};
-use profiler_export::RunDir;
 use profiler_remote::client::{self, CaptureError, CaptureRequest, ClientTls, Connection};
 
 use crate::formats::{self, Formats};
@@ -28,6 +28,8 @@ use report::Outcome;
 const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 /// Longest delay before recording: an hour.
 const MAX_DELAY_MS: u64 = 3600 * 1000;
+/// Longest connect timeout: ten minutes.
+const MAX_CONNECT_TIMEOUT_MS: u64 = 600 * 1000;
 
 /// Captures a profile from running programs that serve tensorflow.ProfilerService
 /// (prof::server::start, jax.profiler.start_server, tf.profiler.experimental.server)
@@ -78,6 +80,12 @@ pub struct Args {
     /// anything else is a string)
     #[arg(long = "advanced", value_name = "KEY=VALUE", value_parser = parse_advanced)]
     pub advanced: Vec<(String, ConfigValue)>,
+
+    /// How long connecting may take, and then how long a server has to first answer:
+    /// past it, the host fails (something that is not a gRPC server listens there)
+    #[arg(long, value_name = "MS", default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CONNECT_TIMEOUT_MS))]
+    pub connect_timeout_ms: u64,
 
     /// Tries per host for unreachable or busy servers
     #[arg(long, value_name = "N", default_value_t = 3,
@@ -212,6 +220,7 @@ impl Args {
             connection: Connection {
                 bearer_token: self.token,
                 tls,
+                connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             },
             ..CaptureRequest::default()
         };
@@ -249,13 +258,11 @@ pub fn main() -> i32 {
     };
     crate::interrupt::install("capture-profile");
     // Before capturing: a logdir that cannot be written would throw the capture away.
-    let run = match RunDir::create(&plan.logdir) {
-        Ok(run) => run,
-        Err(e) => {
-            eprintln!("capture-profile: {e}; nothing was captured");
-            return 1;
-        }
-    };
+    // The run itself is created once a host has something to write.
+    if let Err(e) = profiler_export::logdir::check_writable(&plan.logdir) {
+        eprintln!("capture-profile: {e}; nothing was captured");
+        return 1;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -268,7 +275,7 @@ pub fn main() -> i32 {
         }
     };
     let outcomes = runtime.block_on(capture_all(&plan));
-    report::report(&plan, run, outcomes)
+    report::report(&plan, outcomes)
 }
 
 async fn capture_all(plan: &Plan) -> Vec<Outcome> {
@@ -358,6 +365,7 @@ mod tests {
         assert!(err("h:1 --duration-ms 0").contains("--duration-ms"));
         assert!(err("h:1 --format perfetto,svg").contains("svg"));
         assert!(err("h:1 --otlp-protocol udp").contains("udp"));
+        assert!(err("h:1 --connect-timeout-ms 0").contains("--connect-timeout-ms"));
         assert!(err("h:1 --advanced novalue").contains("KEY=VALUE"));
     }
 
@@ -383,6 +391,19 @@ mod tests {
             "{url}"
         );
         assert!(err("h:1 --advanced a=1 --advanced a=2").contains("twice"));
+        // Refused as bad usage like any malformed address, not tried and failed.
+        let ipv6 = err("::1:5");
+        assert!(ipv6.contains("[::1]:5"), "{ipv6}");
+        let space = Args::try_parse_from(["capture-profile", "a b:5"]).expect_err("a space");
+        assert_eq!(space.exit_code(), 2);
+        assert!(space.to_string().contains("' '"), "{space}");
+        assert!(err("h/x:5").contains("host"));
+        let ok = plan("[::1]:5,localhost:1 --connect-timeout-ms 250").expect("parses");
+        assert_eq!(ok.addresses, ["[::1]:5", "localhost:1"]);
+        assert_eq!(
+            ok.request.connection.connect_timeout,
+            Duration::from_millis(250)
+        );
     }
 
     #[test]

@@ -58,8 +58,10 @@ pub(super) fn advance(bar: &ProgressBar) {
     }
 }
 
-/// Writes and reports every host's outcome; returns the exit status.
-pub(super) fn report(plan: &Plan, run: RunDir, outcomes: Vec<Outcome>) -> i32 {
+/// Writes and reports every host's outcome; returns the exit status. The run directory
+/// is created when the first host has something to write.
+pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
+    let mut run: Option<RunDir> = None;
     let many = plan.addresses.len() > 1;
     let mut failed = 0usize;
     let mut with_events = 0usize;
@@ -68,7 +70,7 @@ pub(super) fn report(plan: &Plan, run: RunDir, outcomes: Vec<Outcome>) -> i32 {
         match result {
             Ok(Captured::Space(space)) => {
                 let mut profile = Profile::new(*space);
-                match write(&run, &mut profile, &address, plan) {
+                match write(&mut run, &mut profile, &address, plan) {
                     Ok(()) => {}
                     Err(()) => {
                         failed += 1;
@@ -116,6 +118,8 @@ pub(super) fn report(plan: &Plan, run: RunDir, outcomes: Vec<Outcome>) -> i32 {
                 with_events += usize::from(!empty);
             }
             Err(e) => {
+                // The line starts with the address: the error need not say it again.
+                let e = e.to_string().replacen(&format!(": {address}: "), ": ", 1);
                 eprintln!("capture-profile: {address}: {e}");
                 failed += 1;
             }
@@ -147,10 +151,21 @@ pub(super) fn report(plan: &Plan, run: RunDir, outcomes: Vec<Outcome>) -> i32 {
     i32::from(failed > 0 || with_events == 0)
 }
 
-/// Writes one host's files into the run; when that fails, into a run under the
-/// system's temporary directory, so a capture that cannot be replayed is not lost.
-fn write(run: &RunDir, profile: &mut Profile, address: &str, plan: &Plan) -> Result<(), ()> {
-    let Err(e) = run.write(profile, address, &plan.formats) else {
+/// Writes one host's files into the run (creating it for the first host, named as
+/// the capture's session); when that fails, into a run under the system's temporary
+/// directory, so a capture that cannot be replayed is not lost.
+fn write(
+    run: &mut Option<RunDir>,
+    profile: &mut Profile,
+    address: &str,
+    plan: &Plan,
+) -> Result<(), ()> {
+    let made = match run {
+        Some(run) => Ok(&*run),
+        None => RunDir::create_named(&plan.logdir, &plan.request.session_id)
+            .map(|made| &*run.insert(made)),
+    };
+    let Err(e) = made.and_then(|run| run.write(profile, address, &plan.formats)) else {
         return Ok(());
     };
     eprintln!("capture-profile: {address}: captured, but writing failed: {e}");

@@ -25,7 +25,7 @@ impl ThreadBuffer {
         let published = self.published.load(Ordering::Acquire);
         let ring = self.ring.load(Ordering::Relaxed);
         if ring == 0 {
-            let slots = SlotIter::new(&self.head, published);
+            let slots = SlotIter::releasing(&self.head, published, KEEP_CHUNKS);
             decode(0, slots.map(Slot::read), visit);
         } else {
             let (start, words) = ring::copy(self, published, ring);
@@ -55,6 +55,12 @@ impl ThreadBuffer {
         self.published.load(Ordering::Acquire)
     }
 }
+
+/// Chunks of a thread's list kept resident after `stop` reads them (32 MiB, 1Mi
+/// records): those after give their pages back as they are read
+/// (`decode::release_pages`), so that a long session's records do not sit beside the
+/// profile built from them, and ordinary sessions never fault their buffers in again.
+const KEEP_CHUNKS: usize = 1024;
 
 /// The current session: buffers holding another generation are stale.
 pub(super) static GENERATION: AtomicU64 = AtomicU64::new(0);

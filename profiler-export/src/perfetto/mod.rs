@@ -21,6 +21,10 @@
 //! writes, and checkers of the format flag it. The walk visits one line at a time,
 //! so each sequence comes out in order without buffering or merging: the state of a
 //! line's sequences (their interned names) is dropped when the next line starts.
+//! A line's extra lanes (events that overlap without nesting, see
+//! [`timeline`](crate::timeline)) write their names out rather than intern them, and
+//! keep nothing of their own: a line can overlap itself a million times, and each
+//! sequence's interning tables took over a kilobyte.
 //!
 //! Packets are encoded one at a time into reused buffers and streamed to the output:
 //! memory does not grow with the number of events. Track events, two packets per
@@ -153,11 +157,37 @@ struct Sequence<'a> {
     /// The track's key.
     key: u64,
     id: u32,
+    /// The names a line's first lane interned (a counter track interns none).
+    interned: Option<Box<Interning<'a>>>,
+    /// Timestamp of its last event, ns.
+    last_ns: u64,
+}
+
+/// The sequences of a line's extra lanes: lane `n` (from 1) has id `first + n - 1`,
+/// as their tracks are declared in lane order, one after the other.
+#[derive(Clone, Copy, Default)]
+struct ExtraLanes {
+    first: u32,
+    count: u32,
+}
+
+impl ExtraLanes {
+    /// The sequence id of extra lane `lane` of track `key`.
+    fn id(&self, lane: u32, key: u64) -> io::Result<u32> {
+        if (1..=self.count).contains(&lane) {
+            Ok(self.first + lane - 1)
+        } else {
+            Err(undeclared(key))
+        }
+    }
+}
+
+/// What one sequence has interned.
+#[derive(Default)]
+struct Interning<'a> {
     names: Interner<'a>,
     categories: Interner<'a>,
     arg_names: Interner<'a>,
-    /// Timestamp of its last event, ns.
-    last_ns: u64,
 }
 
 impl Sequence<'_> {
@@ -182,9 +212,11 @@ struct Writer<'a, W> {
     /// One debug annotation (reused).
     annotation: Vec<u8>,
     origin: Origin,
-    /// The sequences of the thread tracks of the line being walked, by lane: found
-    /// for each event with no hashing.
-    lanes: Vec<Sequence<'a>>,
+    /// The sequence of the first lane of the line being walked.
+    line: Option<Sequence<'a>>,
+    /// The sequences of its extra lanes, numbered on from the first's id: nothing is
+    /// kept per extra lane, of which a line can have a million.
+    extra_lanes: ExtraLanes,
     /// The sequences of the counter tracks of the `_counters_` line being walked.
     counters: Vec<Sequence<'a>>,
     /// The last sequence id handed out.
@@ -202,6 +234,8 @@ const PACKET_TRACK_EVENT: u32 = 11;
 const PACKET_INTERNED_DATA: u32 = 12;
 const PACKET_SEQUENCE_FLAGS: u32 = 13;
 const EVENT_CATEGORY_IIDS: u32 = 3;
+const EVENT_CATEGORIES: u32 = 22;
+const EVENT_NAME: u32 = 23;
 const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
 const EVENT_TYPE: u32 = 9;
 const EVENT_NAME_IID: u32 = 10;
@@ -210,6 +244,7 @@ const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
 const EVENT_FLOW_IDS: u32 = 47;
 const EVENT_TERMINATING_FLOW_IDS: u32 = 48;
 const ANNOTATION_NAME_IID: u32 = 1;
+const ANNOTATION_NAME: u32 = 10;
 const ANNOTATION_UINT: u32 = 3;
 const ANNOTATION_INT: u32 = 4;
 const ANNOTATION_DOUBLE: u32 = 5;
@@ -285,7 +320,8 @@ impl<'a, W: Write> Writer<'a, W> {
             event: Vec::with_capacity(256),
             annotation: Vec::with_capacity(64),
             origin,
-            lanes: Vec::new(),
+            line: None,
+            extra_lanes: ExtraLanes::default(),
             counters: Vec::new(),
             last_sequence: FIRST_SEQUENCE,
             new: InternedData::default(),
@@ -321,8 +357,14 @@ impl<'a, W: Write> Writer<'a, W> {
     }
 
     /// Opens a sequence for track `key` with its descriptor, which clears the
-    /// sequence's state; returns the sequence for the caller to keep.
-    fn track(&mut self, key: u64, descriptor: TrackDescriptor) -> io::Result<Sequence<'a>> {
+    /// sequence's state; returns the sequence for the caller to keep, with interning
+    /// tables when `interns`.
+    fn track(
+        &mut self,
+        key: u64,
+        descriptor: TrackDescriptor,
+        interns: bool,
+    ) -> io::Result<Sequence<'a>> {
         self.last_sequence += 1;
         let id = self.last_sequence;
         // The track is the sequence's default: its events leave out their
@@ -342,9 +384,7 @@ impl<'a, W: Write> Writer<'a, W> {
         Ok(Sequence {
             key,
             id,
-            names: Interner::default(),
-            categories: Interner::default(),
-            arg_names: Interner::default(),
+            interned: interns.then(Box::default),
             last_ns: 0,
         })
     }
@@ -413,18 +453,24 @@ fn to_ns(origin: Origin, ps: i64) -> u64 {
 }
 
 /// Appends one debug annotation to `event`, its name interned in `arg_names` (the
-/// event's sequence's), new definitions going to `new`; `buf` is reused.
+/// event's sequence's, new definitions going to `new`) or written out where the
+/// sequence interns nothing; `buf` is reused.
 fn put_annotation<'a>(
     event: &mut Vec<u8>,
     buf: &mut Vec<u8>,
-    arg_names: &mut Interner<'a>,
+    arg_names: Option<&mut Interner<'a>>,
     new: &mut Vec<Interned>,
     name: &'a str,
     value: Arg<'_>,
 ) {
-    let iid = arg_names.id(Cow::Borrowed(name), new);
     buf.clear();
-    put_varint(buf, ANNOTATION_NAME_IID, iid);
+    match arg_names {
+        Some(arg_names) => {
+            let iid = arg_names.id(Cow::Borrowed(name), new);
+            put_varint(buf, ANNOTATION_NAME_IID, iid);
+        }
+        None => put_bytes(buf, ANNOTATION_NAME, name.as_bytes()),
+    }
     match value {
         Arg::Int(v) => put_varint(buf, ANNOTATION_INT, v as u64),
         Arg::Uint(v) => put_varint(buf, ANNOTATION_UINT, v),
@@ -444,7 +490,8 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
         // The previous plane's lines are done: their sequences get no more packets.
-        self.lanes.clear();
+        self.line = None;
+        self.extra_lanes = ExtraLanes::default();
         self.counters.clear();
         self.emit(&TracePacket {
             trusted_packet_sequence_id: Some(FIRST_SEQUENCE),
@@ -463,7 +510,8 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
         if thread.lane == 0 {
             // The lines walked before are done.
-            self.lanes.clear();
+            self.line = None;
+            self.extra_lanes = ExtraLanes::default();
             self.counters.clear();
         }
         let sequence = self.track(
@@ -478,8 +526,22 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 }),
                 ..TrackDescriptor::default()
             },
+            thread.lane == 0,
         )?;
-        self.lanes.push(sequence);
+        match thread.lane {
+            0 => self.line = Some(sequence),
+            lane => {
+                if self.extra_lanes.count == 0 {
+                    self.extra_lanes.first = sequence.id;
+                }
+                self.extra_lanes.count += 1;
+                // Extra lanes are announced in order, each sequence the next one.
+                debug_assert_eq!(
+                    self.extra_lanes.id(lane, thread.key).ok(),
+                    Some(sequence.id)
+                );
+            }
+        }
         Ok(())
     }
 
@@ -493,24 +555,44 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         self.begin_event(kind);
         let ts = to_ns(self.origin, slice.start_ps);
         let Writer {
-            lanes,
+            line,
+            extra_lanes,
             event,
             annotation,
             new,
             ..
         } = self;
-        let sequence = find(lanes, slice.thread.lane as usize, key)?;
-        let name = sequence.names.id(slice.name.clone(), &mut new.event_names);
-        put_varint(event, EVENT_NAME_IID, name);
-        let category = sequence
-            .categories
-            .id(Cow::Borrowed(slice.category), &mut new.event_categories);
-        put_varint(event, EVENT_CATEGORY_IIDS, category);
+        let (id, interned) = match slice.thread.lane {
+            0 => {
+                let line = line
+                    .as_mut()
+                    .filter(|s| s.key == key)
+                    .ok_or_else(|| undeclared(key))?;
+                (line.at(ts), line.interned.as_deref_mut())
+            }
+            lane => (extra_lanes.id(lane, key)?, None),
+        };
+        let mut arg_names = match interned {
+            Some(interned) => {
+                let name = interned.names.id(slice.name.clone(), &mut new.event_names);
+                put_varint(event, EVENT_NAME_IID, name);
+                let category = interned
+                    .categories
+                    .id(Cow::Borrowed(slice.category), &mut new.event_categories);
+                put_varint(event, EVENT_CATEGORY_IIDS, category);
+                Some(&mut interned.arg_names)
+            }
+            None => {
+                put_bytes(event, EVENT_NAME, slice.name.as_bytes());
+                put_bytes(event, EVENT_CATEGORIES, slice.category.as_bytes());
+                None
+            }
+        };
         for (name, value) in slice.args() {
             put_annotation(
                 event,
                 annotation,
-                &mut sequence.arg_names,
+                arg_names.as_deref_mut(),
                 &mut new.debug_annotation_names,
                 name,
                 value,
@@ -522,14 +604,21 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
         for &id in slice.flows_in.as_slice() {
             put_fixed64(event, EVENT_TERMINATING_FLOW_IDS, id);
         }
-        let id = sequence.at(ts);
         self.send_event(id, ts)
     }
 
     fn slice_end(&mut self, thread: &Thread<'a>, end_ps: i64) -> io::Result<()> {
         self.begin_event(proto::TYPE_SLICE_END);
         let ts = to_ns(self.origin, end_ps);
-        let id = find(&mut self.lanes, thread.lane as usize, thread.key)?.at(ts);
+        let id = match thread.lane {
+            0 => self
+                .line
+                .as_mut()
+                .filter(|s| s.key == thread.key)
+                .ok_or_else(|| undeclared(thread.key))?
+                .at(ts),
+            lane => self.extra_lanes.id(lane, thread.key)?,
+        };
         self.send_event(id, ts)
     }
 
@@ -543,6 +632,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
                 counter: Some(CounterDescriptor::default()),
                 ..TrackDescriptor::default()
             },
+            false,
         )?;
         self.counters.push(sequence);
         Ok(())

@@ -175,9 +175,15 @@ pub struct TrackEvent {
     /// Interned event name.
     #[prost(uint64, optional, tag = "10")]
     pub name_iid: Option<u64>,
+    /// Event name, where it is not interned.
+    #[prost(string, optional, tag = "23")]
+    pub name: Option<String>,
     /// Interned categories.
     #[prost(uint64, repeated, packed = "false", tag = "3")]
     pub category_iids: Vec<u64>,
+    /// Categories, where they are not interned.
+    #[prost(string, repeated, tag = "22")]
+    pub categories: Vec<String>,
     /// Arguments.
     #[prost(message, repeated, tag = "4")]
     pub debug_annotations: Vec<DebugAnnotation>,
@@ -210,6 +216,9 @@ pub struct DebugAnnotation {
     /// Interned argument name.
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
+    /// Argument name, where it is not interned.
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
     /// The value.
     #[prost(oneof = "AnnotationValue", tags = "3, 4, 5, 6")]
     pub value: Option<AnnotationValue>,

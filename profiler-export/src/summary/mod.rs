@@ -197,6 +197,9 @@ pub struct Summary {
     memory_by_op: Vec<MemoryByOp>,
     options_group: GroupBy,
     limit: Option<usize>,
+    /// What a reader of the profile's files should know (a `.xplane.pb` cut to open in
+    /// XProf), one line each.
+    notes: Vec<String>,
 }
 
 impl Summary {
@@ -312,6 +315,17 @@ impl Summary {
             }
             rows = kept;
         }
+        let notes = profiles
+            .iter()
+            .filter_map(|p| {
+                let note = crate::fit::note_of(p.xspace())?;
+                Some(if profiles.len() > 1 {
+                    format!("{}: {note}", p.host_name())
+                } else {
+                    note
+                })
+            })
+            .collect();
         Summary {
             rows,
             steps: step_rows.into_values().collect(),
@@ -319,6 +333,7 @@ impl Summary {
             memory_by_op: memory.by_op,
             options_group: options.group_by,
             limit: options.limit,
+            notes,
         }
     }
 
@@ -331,6 +346,13 @@ impl Summary {
     /// bytes in use at its memory events; most held first within each allocator.
     pub fn memory_by_op(&self) -> &[MemoryByOp] {
         &self.memory_by_op
+    }
+
+    /// What a reader of the profile's files should know, one line each: a `.xplane.pb`
+    /// that left out its earliest events to open in XProf, and where they all are
+    /// ([`crate::fit`]). The table and the JSON end with them.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The rows, sorted and limited as asked.

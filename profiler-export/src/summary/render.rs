@@ -10,7 +10,8 @@ use crate::units::{bytes, duration};
 
 impl Summary {
     /// The rows as an aligned table; after them the steps, with each allocator's peak
-    /// memory in each when it was tracked, then each allocator's peak and its ops.
+    /// memory in each when it was tracked, then each allocator's peak and its ops, then
+    /// the [notes](Summary::notes), one a line.
     pub fn table(&self) -> String {
         let by_step = self.options_group == GroupBy::Step;
         let mut table = Table::new();
@@ -58,6 +59,10 @@ impl Summary {
         if let Some(memory) = self.memory_table() {
             out.push('\n');
             out.push_str(&memory);
+        }
+        for note in &self.notes {
+            out.push_str("\nnote: ");
+            out.push_str(note);
         }
         out
     }
@@ -168,8 +173,8 @@ impl Summary {
     }
 
     /// The rows, steps and memory as JSON: `{"share_of": .., "rows": [..], "steps":
-    /// [..], "memory": [..], "memory_by_op": [..]}`, times in nanoseconds, memory in
-    /// bytes.
+    /// [..], "memory": [..], "memory_by_op": [..], "notes": [..]}`, times in
+    /// nanoseconds, memory in bytes.
     pub fn to_json(&self) -> String {
         let rows: Vec<_> = self
             .rows
@@ -232,6 +237,7 @@ impl Summary {
             "steps": steps,
             "memory": memory,
             "memory_by_op": by_op,
+            "notes": self.notes,
         })
         .to_string()
     }

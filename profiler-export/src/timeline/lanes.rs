@@ -7,26 +7,60 @@
 //! nesting (a staircase of n slices makes n lanes). [`TopIndex`] answers both questions
 //! in O(log lanes), so a line costs O(n log n) whatever its shape.
 
+use std::borrow::Cow;
+
 use super::model::{Thread, Visitor};
 
 /// (end ps, seq, root seq) of an open slice.
 pub(super) type Open = (i64, u64, u64);
 
-/// One lane of a line: its thread and the slices open on it, outermost first.
-pub(super) struct Lane<'a> {
-    pub(super) thread: Thread<'a>,
-    pub(super) open: Vec<Open>,
+/// One lane of a line: its thread id, and where its innermost open slice is in
+/// [`Lanes::opens`] ([`NONE`] when nothing is open on it).
+#[derive(Clone, Copy)]
+struct Lane {
+    tid: u32,
+    top: u32,
+}
+
+/// No open slice.
+const NONE: u32 = u32::MAX;
+
+/// An open slice on some lane, and the one it is nested in there.
+#[derive(Clone, Copy)]
+struct Entry {
+    open: Open,
+    below: u32,
 }
 
 /// A line's lanes, and the index over where their innermost open slices end.
+///
+/// A line can overlap itself a million times (a million lanes, each with a slice
+/// open), so a lane is 8 bytes: its thread id, and its stack of open slices threaded
+/// through one vector shared by all lanes (each entry naming the one below it, freed
+/// entries reused), 32 bytes an open slice. The [`Thread`] a visitor is handed is
+/// made when asked for: a lane's name is the line's with ` (n)` after it, and a
+/// `String` and a vector kept for each lane were most of the memory of converting such
+/// a line. The last extra lane's thread is kept, so a line that alternates between
+/// two lanes names the second once.
 ///
 /// Most lines have one lane; the index is built only when a second lane is added, so
 /// that ordinary profiles pay nothing for it. The small methods are `#[inline]`: the
 /// walk is instantiated in the exporters' callers' crates, where they could not be
 /// inlined otherwise.
-#[derive(Default)]
 pub(super) struct Lanes<'a> {
-    lanes: Vec<Lane<'a>>,
+    /// The line's process.
+    pid: u32,
+    /// The line's name, which its first lane's thread has.
+    base: Cow<'a, str>,
+    /// The first lane's thread, once it has one.
+    first: Option<Thread<'a>>,
+    /// The extra lane's thread made last.
+    extra: Option<Thread<'a>>,
+    lanes: Vec<Lane>,
+    /// Every lane's open slices.
+    opens: Vec<Entry>,
+    /// Entries of `opens` free for reuse, chained through `below` from this one.
+    free: u32,
     /// Kept up to date while there are two lanes or more.
     tops: TopIndex,
     /// Lanes found to close (reused between slices).
@@ -34,28 +68,55 @@ pub(super) struct Lanes<'a> {
 }
 
 impl<'a> Lanes<'a> {
+    /// The lanes of a line named `base` in process `pid`: none yet.
+    pub(super) fn new(pid: u32, base: Cow<'a, str>) -> Self {
+        Lanes {
+            pid,
+            base,
+            first: None,
+            extra: None,
+            lanes: Vec::new(),
+            opens: Vec::new(),
+            free: NONE,
+            tops: TopIndex::default(),
+            closing: Vec::new(),
+        }
+    }
+
     /// How many lanes there are.
     #[inline]
     pub(super) fn len(&self) -> usize {
         self.lanes.len()
     }
 
-    /// Lane `n`.
+    /// Lane `n`'s thread.
     #[inline]
-    pub(super) fn get(&self, n: usize) -> &Lane<'a> {
-        &self.lanes[n]
+    pub(super) fn thread(&mut self, n: usize) -> &Thread<'a> {
+        let Lanes {
+            pid,
+            base,
+            first,
+            extra,
+            lanes,
+            ..
+        } = self;
+        thread_of(*pid, base, first, extra, n, lanes[n].tid)
     }
 
-    /// Adds a lane shown as `thread`, and returns its index.
-    pub(super) fn add(&mut self, thread: Thread<'a>) -> usize {
-        self.lanes.push(Lane {
-            thread,
-            open: Vec::new(),
-        });
+    /// The innermost slice open on lane `n`.
+    #[inline]
+    pub(super) fn innermost(&self, n: usize) -> Option<Open> {
+        let top = self.lanes[n].top;
+        (top != NONE).then(|| self.opens[top as usize].open)
+    }
+
+    /// Adds a lane shown as thread `tid`, and returns its index.
+    pub(super) fn add(&mut self, tid: u32) -> usize {
+        self.lanes.push(Lane { tid, top: NONE });
         if self.lanes.len() == 2 {
             // The first lane's state so far, then the new one's.
             let n = self.tops.push();
-            self.tops.set(n, top(&self.lanes[0]));
+            self.tops.set(n, self.top_end(0));
         }
         if self.lanes.len() >= 2 {
             self.tops.push();
@@ -67,9 +128,9 @@ impl<'a> Lanes<'a> {
     /// has nothing open).
     #[inline]
     pub(super) fn fitting(&self, end: i64) -> Option<usize> {
-        match self.lanes.as_slice() {
-            [] => None,
-            [only] => (end <= top(only)).then_some(0),
+        match self.lanes.len() {
+            0 => None,
+            1 => (end <= self.top_end(0)).then_some(0),
             _ => self.tops.first_at_least(end),
         }
     }
@@ -77,7 +138,22 @@ impl<'a> Lanes<'a> {
     /// Opens a slice on lane `n`; the caller checked that it nests there.
     #[inline]
     pub(super) fn open(&mut self, n: usize, slice: Open) {
-        self.lanes[n].open.push(slice);
+        let entry = Entry {
+            open: slice,
+            below: self.lanes[n].top,
+        };
+        let at = if self.free != NONE {
+            let at = self.free;
+            self.free = self.opens[at as usize].below;
+            self.opens[at as usize] = entry;
+            at
+        } else {
+            // Over 4 billion slices open at once cannot be held anyway.
+            let at = u32::try_from(self.opens.len()).unwrap_or(NONE - 1);
+            self.opens.push(entry);
+            at
+        };
+        self.lanes[n].top = at;
         if self.lanes.len() >= 2 {
             self.tops.set(n, slice.0);
         }
@@ -117,32 +193,79 @@ impl<'a> Lanes<'a> {
         t: i64,
         visitor: &mut V,
     ) -> Result<(), V::Error> {
-        let lane = &mut self.lanes[n];
-        if top(lane) > t {
+        if self.top_end(n) > t {
             return Ok(());
         }
+        let Lanes {
+            pid,
+            base,
+            first,
+            extra,
+            lanes,
+            opens,
+            free,
+            ..
+        } = self;
+        let thread = thread_of(*pid, base, first, extra, n, lanes[n].tid);
         let mut result = Ok(());
-        while let Some(&(end, _, _)) = lane.open.last() {
+        loop {
+            let top = lanes[n].top;
+            if top == NONE {
+                break;
+            }
+            let Entry {
+                open: (end, _, _),
+                below,
+            } = opens[top as usize];
             if end > t {
                 break;
             }
-            lane.open.pop();
-            result = visitor.slice_end(&lane.thread, end);
+            lanes[n].top = below;
+            opens[top as usize].below = *free;
+            *free = top;
+            result = visitor.slice_end(thread, end);
             if result.is_err() {
                 break;
             }
         }
         if self.lanes.len() >= 2 {
-            self.tops.set(n, top(&self.lanes[n]));
+            self.tops.set(n, self.top_end(n));
         }
         result
     }
+
+    /// Where the innermost open slice of lane `n` ends ([`EMPTY`] for none).
+    #[inline]
+    fn top_end(&self, n: usize) -> i64 {
+        self.innermost(n).map_or(EMPTY, |o| o.0)
+    }
 }
 
-/// Where the innermost open slice of `lane` ends ([`EMPTY`] for none).
-#[inline]
-fn top(lane: &Lane<'_>) -> i64 {
-    lane.open.last().map_or(EMPTY, |o| o.0)
+/// The thread of lane `n` (thread id `tid`) of a line named `base`: the line's first
+/// thread, or the extra lane's kept in `extra`, made anew when it is another lane's.
+fn thread_of<'t, 'a>(
+    pid: u32,
+    base: &Cow<'a, str>,
+    first: &'t mut Option<Thread<'a>>,
+    extra: &'t mut Option<Thread<'a>>,
+    n: usize,
+    tid: u32,
+) -> &'t Thread<'a> {
+    let make = |name| Thread {
+        pid,
+        tid,
+        name,
+        key: u64::from(pid) << 32 | u64::from(tid),
+        lane: n as u32,
+    };
+    if n == 0 {
+        return first.get_or_insert_with(|| make(base.clone()));
+    }
+    let thread = match extra.take() {
+        Some(thread) if thread.lane as usize == n => thread,
+        _ => make(Cow::Owned(format!("{base} ({})", n + 1))),
+    };
+    extra.insert(thread)
 }
 
 /// The top of a lane with nothing open: every slice fits there, nothing closes.
@@ -150,19 +273,20 @@ const EMPTY: i64 = i64::MAX;
 
 /// A segment tree over the lanes' innermost open ends, holding both the minimum (which
 /// lanes have something to close) and the maximum (the first lane a slice fits in) of
-/// each range, side by side so that an update touches one cache line per level. Slots
-/// past the last lane hold values neither query can match.
+/// each range. It is kept level by level, each level a vector that grows at its end
+/// as lanes are added: adding a lane never moves or rebuilds the others (a tree laid
+/// out in one array, leaves after the inner nodes, was rebuilt at twice the size
+/// whenever it filled, the old one held meanwhile), and a leaf is one end, not a
+/// (min, max) pair: 24 bytes a lane in all.
 #[derive(Default)]
 pub(super) struct TopIndex {
-    lanes: usize,
-    /// Leaves start at `capacity`; node `i` covers its children `2i` and `2i + 1`.
-    capacity: usize,
-    /// (min, max) of each node.
-    nodes: Vec<(i64, i64)>,
+    /// Each lane's innermost open end.
+    leaves: Vec<i64>,
+    /// `inner[0][i]` is the (min, max) of leaves `2i` and `2i + 1`; `inner[k][i]` of
+    /// `inner[k - 1][2i]` and `inner[k - 1][2i + 1]`. The last level has one node, the
+    /// root, unless there is at most one leaf (then there are no levels).
+    inner: Vec<Vec<(i64, i64)>>,
 }
-
-/// A slot with no lane.
-const UNUSED: (i64, i64) = (i64::MAX, i64::MIN);
 
 fn join(a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
     (a.0.min(b.0), a.1.max(b.1))
@@ -171,86 +295,118 @@ fn join(a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
 impl TopIndex {
     /// Adds an empty lane and returns its index.
     fn push(&mut self) -> usize {
-        if self.lanes == self.capacity {
-            self.grow();
+        let n = self.leaves.len();
+        self.leaves.push(EMPTY);
+        // Make room for the new leaf's ancestors: each level one node per pair below.
+        let mut below = self.leaves.len();
+        let mut level = 0;
+        while below > 1 {
+            let len = below.div_ceil(2);
+            if level == self.inner.len() {
+                self.inner.push(Vec::new());
+            }
+            if self.inner[level].len() < len {
+                self.inner[level].push((EMPTY, EMPTY));
+            }
+            below = len;
+            level += 1;
         }
-        let n = self.lanes;
-        self.lanes += 1;
-        self.set(n, EMPTY);
+        // Its ancestors may be new nodes, and a new root joins the old one: update
+        // every level, not only the changed ones.
+        self.update(n, EMPTY, true);
         n
     }
 
-    /// Doubles the leaves and rebuilds the nodes: O(1) amortised per lane.
-    fn grow(&mut self) {
-        let old = self.capacity;
-        let capacity = (old * 2).max(1);
-        let mut nodes = vec![UNUSED; 2 * capacity];
-        nodes[capacity..capacity + old].copy_from_slice(&self.nodes[old..2 * old]);
-        for i in (1..capacity).rev() {
-            nodes[i] = join(nodes[2 * i], nodes[2 * i + 1]);
+    /// Node `i` of level `level` (level 0 being the leaves), as (min, max); `None`
+    /// past the level's end.
+    #[inline]
+    fn node(&self, level: usize, i: usize) -> Option<(i64, i64)> {
+        match level {
+            0 => self.leaves.get(i).map(|&top| (top, top)),
+            _ => self.inner[level - 1].get(i).copied(),
         }
-        (self.capacity, self.nodes) = (capacity, nodes);
+    }
+
+    /// The root: (min, max) over every lane.
+    #[inline]
+    fn root(&self) -> Option<(i64, i64)> {
+        match self.inner.last() {
+            Some(top) => top.first().copied(),
+            None => self.node(0, 0),
+        }
     }
 
     /// Lane `n`'s innermost open slice now ends at `top` ([`EMPTY`] for none).
+    #[inline]
     fn set(&mut self, n: usize, top: i64) {
-        let mut i = self.capacity + n;
-        self.nodes[i] = (top, top);
-        while i > 1 {
+        self.update(n, top, false);
+    }
+
+    /// Sets lane `n`'s top and its ancestors, up to the first that does not change
+    /// unless `all`.
+    fn update(&mut self, n: usize, top: i64, all: bool) {
+        self.leaves[n] = top;
+        let mut i = n;
+        for level in 1..=self.inner.len() {
+            let left = self.node(level - 1, i & !1);
+            let right = self.node(level - 1, i | 1);
+            let node = match (left, right) {
+                (Some(l), Some(r)) => join(l, r),
+                (Some(l), None) => l,
+                _ => (EMPTY, EMPTY),
+            };
             i /= 2;
-            let node = join(self.nodes[2 * i], self.nodes[2 * i + 1]);
-            if self.nodes[i] == node {
+            let slot = &mut self.inner[level - 1][i];
+            if *slot == node && !all {
                 break; // nothing above changes either
             }
-            self.nodes[i] = node;
+            *slot = node;
         }
     }
 
     /// The first lane whose top is at least `end`.
     #[inline]
     fn first_at_least(&self, end: i64) -> Option<usize> {
-        if self.lanes == 0 || self.nodes[1].1 < end {
+        if self.root()?.1 < end {
             return None;
         }
-        let mut i = 1;
-        while i < self.capacity {
-            i = if self.nodes[2 * i].1 >= end {
-                2 * i
-            } else {
-                2 * i + 1
+        let mut i = 0;
+        for level in (0..self.inner.len()).rev() {
+            // Node `i` of level `level + 1` qualifies; find its first child that does.
+            let left = 2 * i;
+            i = match self.node(level, left) {
+                Some((_, max)) if max >= end => left,
+                _ => left + 1,
             };
         }
-        Some(i - self.capacity)
+        Some(i)
     }
 
     /// Whether some lane's top is at most `t`.
     #[inline]
     fn any_at_most(&self, t: i64) -> bool {
-        self.lanes > 0 && self.nodes[1].0 <= t
+        self.root().is_some_and(|(min, _)| min <= t)
     }
 
     /// Appends to `out`, in order, every lane whose top is at most `t`.
     fn at_most(&self, t: i64, out: &mut Vec<usize>) {
-        if self.lanes == 0 {
-            return;
+        if !self.leaves.is_empty() {
+            self.collect(self.inner.len(), 0, t, out);
         }
-        self.collect(1, t, out);
     }
 
-    fn collect(&self, i: usize, t: i64, out: &mut Vec<usize>) {
-        if self.nodes[i].0 > t {
-            return;
+    fn collect(&self, level: usize, i: usize, t: i64, out: &mut Vec<usize>) {
+        match self.node(level, i) {
+            Some((min, _)) if min <= t => {}
+            _ => return,
         }
-        if i >= self.capacity {
-            // Slots past the last lane match only `t == i64::MAX`, the final close.
-            if i - self.capacity < self.lanes {
-                out.push(i - self.capacity);
-            }
+        if level == 0 {
+            out.push(i);
             return;
         }
         // Depth is log2(lanes): the recursion is bounded.
-        self.collect(2 * i, t, out);
-        self.collect(2 * i + 1, t, out);
+        self.collect(level - 1, 2 * i, t, out);
+        self.collect(level - 1, 2 * i + 1, t, out);
     }
 }
 

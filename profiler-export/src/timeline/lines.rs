@@ -8,10 +8,9 @@ use profiler_core::schema;
 use profiler_core::xspace::{XEvent, XEventData, XEventMetadata, XLine, XPlane};
 
 use super::events::Events;
-use super::flows::FlowIndex;
-use super::flows::LinkStats;
+use super::flows::{FlowIndex, FlowWalk, LinkStats};
 use super::lanes::Lanes;
-use super::model::{Arg, CounterTrack, Process, Slice, Thread, Totals, Visitor};
+use super::model::{Arg, CounterTrack, Process, Slice, Totals, Visitor};
 use super::names::{EventMetadata, StatNames};
 use super::origin::Origin;
 
@@ -26,6 +25,8 @@ pub(super) struct PlaneWalk<'a, 't> {
     links: LinkStats,
     /// Shared by all planes of the walk.
     tids: &'t mut Tids,
+    /// Shared by all planes of the walk.
+    walk_flows: &'t mut FlowWalk,
     /// The counter tracks of the `_counters_` line being walked.
     counter_tracks: HashMap<(i64, i64), CounterTrack<'a>>,
     /// Counter tracks made on the plane so far: the next one's number.
@@ -39,6 +40,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         flows: &'t FlowIndex,
         process: &Process<'a>,
         tids: &'t mut Tids,
+        walk_flows: &'t mut FlowWalk,
     ) -> Self {
         let plane = process.plane;
         let links = LinkStats::of(plane);
@@ -58,6 +60,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             stat_names: StatNames::of(plane),
             links,
             tids,
+            walk_flows,
             counter_tracks: HashMap::new(),
             counter_count: 0,
             metadata: EventMetadata::of(plane),
@@ -70,34 +73,18 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         self.metadata.get(id)
     }
 
-    fn thread(&mut self, line: &'a XLine, lane: usize) -> Thread<'a> {
-        let base: Cow<'a, str> = if !line.display_name.is_empty() {
-            Cow::Borrowed(&line.display_name)
-        } else if !line.name.is_empty() {
-            Cow::Borrowed(&line.name)
-        } else {
-            Cow::Owned(format!("Line {}", line.id))
-        };
+    /// The thread id of lane `lane` of `line`: the line's (display) id truncated to 32
+    /// bits, as XProf truncates it, unless another line or lane took it.
+    fn tid(&mut self, line: &XLine, lane: usize) -> u32 {
         let wanted = if line.display_id != 0 {
             line.display_id
         } else {
             line.id
         } as u32;
-        let tid = if lane == 0 && self.tids.used.insert(wanted) {
-            wanted
+        if lane == 0 {
+            self.tids.line(wanted)
         } else {
             self.tids.fresh()
-        };
-        let name = match lane {
-            0 => base,
-            n => Cow::Owned(format!("{base} ({})", n + 1)),
-        };
-        Thread {
-            pid: self.pid,
-            tid,
-            name,
-            key: u64::from(self.pid) << 32 | u64::from(tid),
-            lane: lane as u32,
         }
     }
 
@@ -109,7 +96,14 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         totals: &mut Totals,
         seq: &mut u64,
     ) -> Result<(), V::Error> {
-        let mut lanes = Lanes::default();
+        let name: Cow<'a, str> = if !line.display_name.is_empty() {
+            Cow::Borrowed(&line.display_name)
+        } else if !line.name.is_empty() {
+            Cow::Borrowed(&line.name)
+        } else {
+            Cow::Owned(format!("Line {}", line.id))
+        };
+        let mut lanes = Lanes::new(self.pid, name);
         let base = self.origin.line_start_ps(line);
         timed(base, events, |start, event| {
             self.slice(line, &mut lanes, (start, event), visitor, totals, seq)
@@ -132,16 +126,19 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         let lane = match lanes.fitting(end) {
             Some(n) => n,
             None => {
-                let thread = self.thread(line, lanes.len());
-                visitor.thread(&thread)?;
+                let tid = self.tid(line, lanes.len());
+                let n = lanes.add(tid);
+                visitor.thread(lanes.thread(n))?;
                 totals.threads += 1;
-                lanes.add(thread)
+                n
             }
         };
-        let open = &lanes.get(lane).open;
-        let parent = open.last().map(|&(_, s, _)| s);
-        let root = open.first().map_or(*seq, |&(_, _, r)| r);
-        let (flows_out, flows_in) = self.flows.of(&self.links, event);
+        let innermost = lanes.innermost(lane);
+        let parent = innermost.map(|(_, s, _)| s);
+        // Every open slice knows the outermost one of its lane.
+        let root = innermost.map_or(*seq, |(_, _, r)| r);
+        self.walk_flows.visit(self.flows, &self.links, event);
+        let (flows_out, flows_in) = self.walk_flows.ids();
         let metadata = self.metadata(event.metadata_id);
         let name = metadata.map(|m| {
             if m.display_name.is_empty() {
@@ -157,7 +154,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
             _ => Cow::Owned(format!("Event {}", event.metadata_id)),
         };
         let slice = Slice {
-            thread: &lanes.get(lane).thread,
+            thread: lanes.thread(lane),
             name,
             category: self.category,
             start_ps: start,
@@ -245,21 +242,43 @@ impl<'a, 't> PlaneWalk<'a, 't> {
     }
 }
 
-/// Thread ids handed out so far.
+/// Thread ids handed out so far: the lines' own, and a range of fresh ones counted up
+/// from 2^30 (above real thread ids and streams), so that a line overlapping itself
+/// a million times records no id per lane.
 #[derive(Default)]
 pub(super) struct Tids {
-    used: HashSet<u32>,
+    lines: HashSet<u32>,
+    /// The next fresh id; every id from [`FRESH_TIDS`] to it is taken.
     next: u32,
 }
 
+/// The first fresh thread id.
+const FRESH_TIDS: u32 = 0x4000_0000;
+
 impl Tids {
-    /// An id no line uses: counting up from 2^30, above real thread ids and streams.
+    fn is_taken(&self, tid: u32) -> bool {
+        self.lines.contains(&tid) || (FRESH_TIDS..self.next).contains(&tid)
+    }
+
+    /// `wanted` (a line's own id) if no line or lane has it yet, else a fresh one.
+    fn line(&mut self, wanted: u32) -> u32 {
+        if self.is_taken(wanted) {
+            self.fresh()
+        } else {
+            self.lines.insert(wanted);
+            wanted
+        }
+    }
+
+    /// An id no line or lane uses.
     fn fresh(&mut self) -> u32 {
-        self.next = self.next.max(0x4000_0000);
-        while !self.used.insert(self.next) {
+        self.next = self.next.max(FRESH_TIDS);
+        while self.lines.contains(&self.next) {
             self.next += 1;
         }
-        self.next
+        let tid = self.next;
+        self.next += 1;
+        tid
     }
 }
 

@@ -45,10 +45,10 @@ use events::Source;
 #[cfg(feature = "otlp")]
 pub(crate) use flows::mix;
 pub use flows::FlowIds;
-use flows::FlowIndex;
+use flows::{FlowIndex, FlowWalk};
 use lines::{PlaneWalk, Tids};
 pub use model::{Arg, CounterTrack, Process, Slice, Thread, Totals, Visitor};
-pub use origin::Origin;
+pub use origin::{Origin, NO_CLOCK_UNIX_NS};
 
 /// The line XProf reads counter samples from.
 pub const COUNTERS_LINE: &str = schema::COUNTERS_LINE;
@@ -77,16 +77,25 @@ impl<'a> Timeline<'a> {
     }
 
     fn of(source: Source<'a>) -> Timeline<'a> {
+        let origin = Origin::find(&source);
         Timeline {
             source,
-            origin: Origin::find(&source),
-            flows: FlowIndex::build(&source),
+            origin,
+            flows: FlowIndex::build(&source, &origin),
         }
     }
 
     /// Where the timeline's picosecond 0 is.
     pub fn origin(&self) -> Origin {
         self.origin
+    }
+
+    /// Places a timeline whose space records no wall-clock start at `unix_ns`
+    /// (a converted file's modification time, say); one that records its start keeps
+    /// it.
+    pub fn or_start_at(mut self, unix_ns: i64) -> Timeline<'a> {
+        self.origin = self.origin.or_start_at(unix_ns);
+        self
     }
 
     /// The space walked.
@@ -109,9 +118,10 @@ impl<'a> Timeline<'a> {
     /// The first error the visitor returns; the walk stops there.
     pub fn walk<V: Visitor<'a>>(&self, visitor: &mut V) -> Result<Totals, V::Error> {
         let mut totals = Totals {
-            flows: self.flows.len() as u64,
+            flows: self.flows.len(),
             ..Totals::default()
         };
+        let mut flows = FlowWalk::default();
         let mut seq = 0u64;
         // Thread ids are unique across planes, not only within one: Perfetto treats a
         // tid as system-wide and would merge a GPU stream with a host thread of the
@@ -128,7 +138,8 @@ impl<'a> Timeline<'a> {
                 plane,
             };
             visitor.process(&process)?;
-            let mut walk = PlaneWalk::new(self.origin, &self.flows, &process, &mut tids);
+            let mut walk =
+                PlaneWalk::new(self.origin, &self.flows, &process, &mut tids, &mut flows);
             for (l, line) in plane.lines.iter().enumerate() {
                 let events = self.source.events(p, l);
                 if line.name == COUNTERS_LINE {

@@ -57,10 +57,10 @@ pub struct Slice<'a, 'b> {
     pub parent: Option<u64>,
     /// The outermost slice enclosing this one (itself when it has no parent).
     pub root: u64,
-    /// Flows that start at this slice.
-    pub flows_out: FlowIds,
+    /// Flows that start at this slice: one per consumer it produces for.
+    pub flows_out: FlowIds<'b>,
     /// Flows that end at this slice.
-    pub flows_in: FlowIds,
+    pub flows_in: FlowIds<'b>,
     /// The event's stats, then its metadata's (the event may be decoded only for this
     /// call, hence `'b`).
     pub(super) stats: [&'b [XStat]; 2],
@@ -194,7 +194,7 @@ pub struct Totals {
     pub duration_ps: i128,
     /// Counter samples.
     pub counter_samples: u64,
-    /// Flows with both ends.
+    /// Flows with both ends: one per (producer, consumer) pair.
     pub flows: u64,
     /// Lines or lanes shown as threads.
     pub threads: u64,

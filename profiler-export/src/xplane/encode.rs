@@ -11,6 +11,11 @@
 //! event written and read back. Everything else (ids, names, metadata, stats) goes
 //! through prost's field encoders. The bytes are prost's: the same fields in the same
 //! order (by field number, as prost-derive writes them), which a test checks.
+//!
+//! The lengths are computed first, as a [`Layout`], so that a writer knows the file's
+//! size before writing a byte of it; a layout may leave out the events that start
+//! before a time ([`Keep::From`]), which is how a profile too large for XProf is cut
+//! (see `crate::fit`).
 
 use prost::encoding::{
     btree_map, encode_key, encode_varint, encoded_len_varint, int64, key_len, message, string,
@@ -20,26 +25,120 @@ use std::io::{self, Write};
 
 use prost::Message;
 
-use profiler_core::xspace::{XLine, XPlane, XSpace};
+use profiler_core::xspace::{XEvent, XEventData, XLine, XPlane, XSpace};
 
 use super::fields::*;
+
+/// Which events a layout writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Every event.
+    All,
+    /// Those that start at or after this many picoseconds on the lines' time axis
+    /// ([`start_ps`]), and every aggregated event (they have no time).
+    From(i64),
+}
+
+impl Keep {
+    #[inline]
+    fn keeps(self, line: &XLine, event: &XEvent) -> bool {
+        match (self, event.data()) {
+            (Keep::All, _) | (_, XEventData::NumOccurrences(_)) => true,
+            (Keep::From(from), XEventData::OffsetPs(offset)) => start_ps(line, offset) >= from,
+        }
+    }
+}
+
+/// Where an event at `offset_ps` on `line` starts, in picoseconds on the axis all of
+/// a space's lines share (prof's lines start relative to the profile's start).
+#[inline]
+pub(crate) fn start_ps(line: &XLine, offset_ps: i64) -> i64 {
+    line.timestamp_ns
+        .saturating_mul(1000)
+        .saturating_add(offset_ps)
+}
+
+/// Every length of a space's encoding, computed before any byte is written.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    keep: Keep,
+    line_lens: Vec<usize>,
+    plane_lens: Vec<usize>,
+    total: usize,
+}
+
+impl Layout {
+    /// The layout of `space` with the events `keep` keeps.
+    pub(crate) fn of(space: &XSpace, keep: Keep) -> Layout {
+        // Every line's length, from its events'; then every plane's from them. An event
+        // gives its own length again as it is written (`XEvent::encode_field`).
+        let line_lens: Vec<usize> = space
+            .planes
+            .iter()
+            .flat_map(|p| &p.lines)
+            .map(|line| {
+                let events = line.events.iter().filter(|e| keep.keeps(line, e));
+                let events = events.map(Message::encoded_len);
+                line_head_len(line) + nested_len(LINE_EVENTS, events) + line_tail_len(line)
+            })
+            .collect();
+        let mut at = 0;
+        let plane_lens: Vec<usize> = space
+            .planes
+            .iter()
+            .map(|plane| {
+                let lines = &line_lens[at..at + plane.lines.len()];
+                at += lines.len();
+                plane_head_len(plane)
+                    + nested_len(PLANE_LINES, lines.iter().copied())
+                    + plane_tail_len(plane)
+            })
+            .collect();
+        let total = nested_len(SPACE_PLANES, plane_lens.iter().copied())
+            + string::encoded_len_repeated(SPACE_ERRORS, &space.errors)
+            + string::encoded_len_repeated(SPACE_WARNINGS, &space.warnings)
+            + string::encoded_len_repeated(SPACE_HOSTNAMES, &space.hostnames);
+        Layout {
+            keep,
+            line_lens,
+            plane_lens,
+            total,
+        }
+    }
+
+    /// The encoding's size in bytes.
+    pub(crate) fn total(&self) -> u64 {
+        self.total as u64
+    }
+}
+
+/// The bytes an event takes in its line: key, length and message.
+#[inline]
+pub(crate) fn framed_len(event: &XEvent) -> usize {
+    let len = event.encoded_len();
+    key_len(LINE_EVENTS) + encoded_len_varint(len as u64) + len
+}
 
 /// Encodes `space` as prost would.
 pub(super) fn encode(space: &XSpace) -> Vec<u8> {
     let mut out = Vec::new();
+    let layout = Layout::of(space, Keep::All);
     // Never handed over (`spill_at` is never reached), so nothing can fail.
-    let _ = encode_with(space, &mut out, usize::MAX, &mut |_| Ok(()));
+    let _ = encode_with(space, &layout, &mut out, usize::MAX, &mut |_| Ok(()));
     out
 }
 
 /// Bytes encoded before they go to the writer: the file is never whole in memory.
 const BLOCK: usize = 1 << 20;
 
-/// Encodes `space` as prost would into `w`, a block at a time, so that a long
-/// session's file is not held in memory beside its profile.
-pub(super) fn encode_to(space: &XSpace, w: &mut impl Write) -> io::Result<()> {
+/// Encodes `space` as prost would into `w` as `layout` lays it out (the events it
+/// keeps), a block at a time, so that a long session's file is not held in memory
+/// beside its profile.
+pub(crate) fn encode_to(space: &XSpace, layout: &Layout, w: &mut impl Write) -> io::Result<()> {
     let mut out = Vec::with_capacity(BLOCK + 64);
-    encode_with(space, &mut out, BLOCK, &mut |bytes: &mut Vec<u8>| {
+    encode_with(space, layout, &mut out, BLOCK, &mut |bytes: &mut Vec<
+        u8,
+    >| {
         w.write_all(bytes)?;
         bytes.clear();
         Ok(())
@@ -47,51 +146,26 @@ pub(super) fn encode_to(space: &XSpace, w: &mut impl Write) -> io::Result<()> {
     w.write_all(&out)
 }
 
-/// Encodes `space` into `out`, handing `out` to `spill` (which empties it) whenever it
-/// holds `spill_at` bytes or more after an event.
+/// Encodes `space` as `layout` says into `out`, handing `out` to `spill` (which
+/// empties it) whenever it holds `spill_at` bytes or more after an event.
 fn encode_with(
     space: &XSpace,
+    layout: &Layout,
     out: &mut Vec<u8>,
     spill_at: usize,
     spill: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
 ) -> io::Result<()> {
-    // Every line's length, from its events'; then every plane's from them. An event
-    // gives its own length again as it is written (`XEvent::encode_field`).
-    let line_lens: Vec<usize> = space
-        .planes
-        .iter()
-        .flat_map(|p| &p.lines)
-        .map(|line| {
-            let events = line.events.iter().map(Message::encoded_len);
-            line_head_len(line) + nested_len(LINE_EVENTS, events) + line_tail_len(line)
-        })
-        .collect();
-    let mut at = 0;
-    let plane_lens: Vec<usize> = space
-        .planes
-        .iter()
-        .map(|plane| {
-            let lines = &line_lens[at..at + plane.lines.len()];
-            at += lines.len();
-            plane_head_len(plane)
-                + nested_len(PLANE_LINES, lines.iter().copied())
-                + plane_tail_len(plane)
-        })
-        .collect();
-    let total = nested_len(SPACE_PLANES, plane_lens.iter().copied())
-        + string::encoded_len_repeated(SPACE_ERRORS, &space.errors)
-        + string::encoded_len_repeated(SPACE_WARNINGS, &space.warnings)
-        + string::encoded_len_repeated(SPACE_HOSTNAMES, &space.hostnames);
-
+    let total = layout.total;
     out.reserve(total.min(spill_at.saturating_add(64)));
     let mut out = Spilling {
         out,
         spill_at,
         spill,
         spilled: 0,
+        keep: layout.keep,
     };
-    let mut lines = &line_lens[..];
-    for (plane, &len) in space.planes.iter().zip(&plane_lens) {
+    let mut lines = &layout.line_lens[..];
+    for (plane, &len) in space.planes.iter().zip(&layout.plane_lens) {
         prefix(SPACE_PLANES, len, out.out);
         put_plane(plane, &mut lines, &mut out)?;
     }
@@ -110,6 +184,8 @@ struct Spilling<'a> {
     spill: &'a mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     /// Bytes handed over so far.
     spilled: usize,
+    /// The events written.
+    keep: Keep,
 }
 
 impl Spilling<'_> {
@@ -213,7 +289,8 @@ fn put_line(line: &XLine, spilling: &mut Spilling<'_>) -> io::Result<()> {
     put_int64(LINE_ID, line.id, spilling.out);
     put_string(LINE_NAME, &line.name, spilling.out);
     put_int64(LINE_TIMESTAMP_NS, line.timestamp_ns, spilling.out);
-    for event in &line.events {
+    let keep = spilling.keep;
+    for event in line.events.iter().filter(|e| keep.keeps(line, e)) {
         event.encode_field(LINE_EVENTS, spilling.out);
         spilling.after_event()?;
     }
@@ -365,13 +442,20 @@ mod tests {
         // Handed over in blocks of any size, the bytes are the same.
         for spill_at in [1, 7, 100, 1 << 30] {
             let (mut out, mut written, mut handovers) = (Vec::new(), Vec::new(), 0);
-            encode_with(&space, &mut out, spill_at, &mut |bytes: &mut Vec<u8>| {
-                assert!(bytes.len() >= spill_at);
-                written.extend_from_slice(bytes);
-                bytes.clear();
-                handovers += 1;
-                Ok(())
-            })
+            let layout = Layout::of(&space, Keep::All);
+            encode_with(
+                &space,
+                &layout,
+                &mut out,
+                spill_at,
+                &mut |bytes: &mut Vec<u8>| {
+                    assert!(bytes.len() >= spill_at);
+                    written.extend_from_slice(bytes);
+                    bytes.clear();
+                    handovers += 1;
+                    Ok(())
+                },
+            )
             .expect("encoded");
             written.extend_from_slice(&out);
             assert_eq!(written, space.encode_to_vec(), "blocks of {spill_at}");
@@ -382,8 +466,25 @@ mod tests {
             );
         }
         let mut streamed = Vec::new();
-        encode_to(&space, &mut streamed).expect("encoded");
+        encode_to(&space, &Layout::of(&space, Keep::All), &mut streamed).expect("encoded");
         assert_eq!(streamed, space.encode_to_vec());
+        // A layout keeping the events from a time on writes the bytes of the space
+        // without the others.
+        for from in [i64::MIN, 0, 5, 6, 1_000_100, i64::MAX] {
+            let mut cut = space.clone();
+            for line in cut.planes.iter_mut().flat_map(|p| &mut p.lines) {
+                let timestamp = line.timestamp_ns;
+                line.events.retain(|e| match e.data() {
+                    XEventData::OffsetPs(o) => timestamp * 1000 + o >= from,
+                    XEventData::NumOccurrences(_) => true,
+                });
+            }
+            let layout = Layout::of(&space, Keep::From(from));
+            assert_eq!(layout.total(), cut.encoded_len() as u64, "from {from}");
+            let mut streamed = Vec::new();
+            encode_to(&space, &layout, &mut streamed).expect("encoded");
+            assert_eq!(streamed, cut.encode_to_vec(), "from {from}");
+        }
     }
 
     /// A writer that takes `left` bytes, then fails as a full disk does.
@@ -416,7 +517,8 @@ mod tests {
             }],
             ..XSpace::default()
         };
-        let err = encode_to(&space, &mut FillsUp(1000)).expect_err("the disk filled up");
+        let layout = Layout::of(&space, Keep::All);
+        let err = encode_to(&space, &layout, &mut FillsUp(1000)).expect_err("the disk filled up");
         assert_eq!(err.kind(), io::ErrorKind::StorageFull);
     }
 }

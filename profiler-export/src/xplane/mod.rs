@@ -5,7 +5,7 @@
 //! keeps each line's events encoded until they are walked, so converting a file takes
 //! about its size in memory rather than five to ten times it.
 
-mod encode;
+pub(crate) mod encode;
 mod fields;
 mod lazy;
 mod read;
@@ -21,6 +21,10 @@ use crate::atomic::write_streaming;
 pub(crate) use lazy::EncodedEvents;
 pub use lazy::LazySpace;
 pub use read::{ReadLimits, DEFAULT_MAX_BYTES, DEFAULT_MAX_STRINGS};
+
+/// The largest `.xplane.pb` XProf and TensorBoard can open: they read a host's file as
+/// one protobuf message, which protobuf caps at 2 GiB less a byte.
+pub use profiler_core::options::XPROF_MAX_BYTES;
 
 /// Serializes a space as TensorFlow and JAX write it (the bytes prost's encoder
 /// writes, computing each event's length once: see `encode.rs`).
@@ -42,12 +46,35 @@ pub fn decode(bytes: &[u8]) -> Result<XSpace> {
 }
 
 /// Writes a space to `path` atomically, encoded a block at a time into the temporary
-/// file: the file's bytes are never all in memory.
+/// file: the file's bytes are never all in memory. A space that would encode past
+/// [`XPROF_MAX_BYTES`] is refused, naming both sizes, before anything is written:
+/// XProf could not open it. [`crate::fit`] writes such a profile into a logdir: the
+/// latest steps that fit, and the whole session as Perfetto beside them.
 ///
 /// # Errors
-/// [`profiler_core::ErrorKind::Io`] naming the path when the file cannot be written.
+/// [`profiler_core::ErrorKind::Io`] naming the path when the file cannot be written;
+/// [`profiler_core::ErrorKind::InvalidArgument`] when the space is too large.
 pub fn write(path: &Path, space: &XSpace) -> Result<()> {
-    write_streaming(path, |out| encode::encode_to(space, out))
+    let layout = encode::Layout::of(space, encode::Keep::All);
+    if layout.total() > XPROF_MAX_BYTES {
+        return Err(Error::new(
+            profiler_core::ErrorKind::InvalidArgument,
+            format!(
+                "{} not written: the profile encodes to {} bytes, over the {XPROF_MAX_BYTES} \
+                 bytes XProf reads in one file (protobuf's 2 GiB limit on a message); write it \
+                 to a logdir (which keeps the latest steps that fit, and the whole session as \
+                 Perfetto beside them), or as Perfetto",
+                path.display(),
+                layout.total()
+            ),
+        ));
+    }
+    write_layout(path, space, &layout)
+}
+
+/// Writes `space` to `path` atomically as `layout` lays it out.
+pub(crate) fn write_layout(path: &Path, space: &XSpace, layout: &encode::Layout) -> Result<()> {
+    write_streaming(path, |out| encode::encode_to(space, layout, out))
         .map_err(|e| Error::io("cannot write the .xplane.pb file", path, e))
 }
 

@@ -178,3 +178,25 @@ pub fn large_space(n: usize, threads: usize) -> XSpace {
         ..XSpace::default()
     }
 }
+
+/// `n` slices on one line that overlap without nesting: slice `i` covers
+/// `[i µs, (i + n) µs)`, so each starts before the previous one ends and ends after
+/// it, and needs a lane of its own (the worst case for the walk's lanes).
+pub fn staircase(n: i64) -> XSpace {
+    let mut plane = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
+    let name = plane.event_metadata_id("step");
+    let events = (0..n)
+        .map(|i| XEvent::new(name, i * 1_000_000, n * 1_000_000))
+        .collect();
+    plane.add_line(XLine {
+        id: 1,
+        name: "overlapping".into(),
+        events,
+        ..XLine::default()
+    });
+    XSpace {
+        planes: vec![plane.build()],
+        hostnames: vec!["staircase".into()],
+        ..XSpace::default()
+    }
+}

@@ -4,6 +4,13 @@
 
 use std::time::Duration;
 
+/// Largest response: a whole capture's XSpace.
+pub(super) const MAX_RESPONSE_BYTES: usize = 1 << 30;
+
+/// Largest XSpace put in a response: a larger one is cut to its latest steps (see
+/// `profiler_export::fit::retain_within`), with room left for the response around it.
+pub(super) const MAX_RESPONSE_XSPACE_BYTES: u64 = MAX_RESPONSE_BYTES as u64 - (1 << 20);
+
 /// What the server bounds, each a limit on what a client can make the process hold
 /// or wait for; see the [server documentation](super) for why each default.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -104,14 +104,13 @@ use conn::Conns;
 use service::Service;
 
 pub use limits::Limits;
+use limits::MAX_RESPONSE_BYTES;
 pub use output::Writes;
 pub use service::BUSY;
 
 /// Largest request decoded: real requests are under 2 KiB; anything larger is a
 /// client trying to make the process hold it.
 const MAX_REQUEST_BYTES: usize = 64 << 10;
-/// Largest response: a whole capture's XSpace.
-const MAX_RESPONSE_BYTES: usize = 1 << 30;
 /// Largest HTTP/2 header block a client may send (the token travels there).
 const MAX_HEADER_BYTES: u32 = 16 << 10;
 /// Concurrent calls per connection: real clients make one at a time.

@@ -1,17 +1,19 @@
 //! Where a capture's file may go, and the file itself.
 //!
-//! A client names `repository_root`; [`Writes`] says what the server makes of it. The
-//! file is created, as a hidden temporary in its final directory, before recording
-//! starts, so a place the server cannot write fails the request instead of the
-//! capture; it is renamed into place once the profile is in it, and removed if the
-//! capture ends any other way.
+//! A client names `repository_root`; [`Writes`] says what the server makes of it. A
+//! hidden temporary file is created in the final directory before recording starts,
+//! so a place the server cannot write fails the request instead of the capture; it is
+//! removed when the capture ends, which then writes its files as a logdir's run would
+//! be written (`profiler_export::fit`: a profile past XProf's 2 GiB keeps its latest
+//! steps in the `.xplane.pb`, the whole session in a `.pftrace` beside it).
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use profiler_core::xspace::XSpace;
+use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
+use profiler_core::Profile;
 use tonic::Status;
 
 use super::quote::quote;
@@ -134,13 +136,14 @@ fn cannot_write(dir: &Path, e: &io::Error) -> Status {
     ))
 }
 
-/// The file a capture will be written to: created empty, under a temporary name,
+/// Where a capture will be written: checked writable (a temporary file made there)
 /// before recording starts.
 #[derive(Debug)]
 pub(super) struct Output {
     temp: PathBuf,
     file: PathBuf,
-    handle: File,
+    /// Held open until the capture ends, so the temporary stays what it was made as.
+    handle: Option<File>,
     /// The session directory, when this capture created it (removed again if empty).
     made_dir: Option<PathBuf>,
     done: bool,
@@ -176,26 +179,24 @@ impl Output {
         Ok(Output {
             temp,
             file: dir.join(name),
-            handle,
+            handle: Some(handle),
             made_dir,
             done: false,
         })
     }
 
-    /// Writes the profile and puts the file in place.
-    pub(super) fn commit(mut self, space: &XSpace) -> Result<(), Status> {
-        let bytes = profiler_export::xplane::encode(space);
-        let written = self
-            .handle
-            .write_all(&bytes)
-            .and_then(|()| self.handle.sync_all())
-            .and_then(|()| fs::rename(&self.temp, &self.file));
-        written.map_err(|e| {
-            Status::internal(format!(
-                "cannot write {}: {e}",
-                quote(&self.file.to_string_lossy())
-            ))
-        })?;
+    /// Writes the profile's files (atomically, each under a temporary name first).
+    pub(super) fn commit(mut self, profile: &mut Profile) -> Result<(), Status> {
+        drop(self.handle.take());
+        let _ = fs::remove_file(&self.temp);
+        profiler_export::fit::write_xplane(&self.file, profile, DEFAULT_MAX_XPLANE_BYTES).map_err(
+            |e| {
+                Status::internal(format!(
+                    "cannot write {}: {e}",
+                    quote(&self.file.to_string_lossy())
+                ))
+            },
+        )?;
         self.done = true;
         Ok(())
     }

@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 use crate::proto;
 use crate::rpc::profiler_service_server::ProfilerService;
 use crate::server::conn::InFlight;
-use crate::server::limits::Limits;
+use crate::server::limits::{Limits, MAX_RESPONSE_XSPACE_BYTES};
 use crate::server::output::{Output, Writes};
 use crate::server::quote::clip;
 use crate::server::request::{check_len, invalid, request_options, Capture, MAX_NAME_BYTES};
@@ -126,6 +126,16 @@ fn busy() -> Status {
     Status::aborted(BUSY)
 }
 
+/// A profile's space cut to fit a response (its latest steps that fit, and a warning
+/// saying what was not kept), rather than a response the transport refuses whole.
+fn within_response(
+    mut space: profiler_core::xspace::XSpace,
+) -> Result<profiler_core::xspace::XSpace, Status> {
+    profiler_export::fit::retain_within(&mut space, MAX_RESPONSE_XSPACE_BYTES, "the response")
+        .map_err(|e| Status::internal(e.to_string()))?;
+    Ok(space)
+}
+
 impl Service {
     /// Claims the server for `capture`, or says it is busy.
     fn claim(&self, session_id: &str, stop: &Arc<Notify>) -> Result<Claim, Status> {
@@ -189,14 +199,14 @@ impl ProfilerService for Service {
     ) -> Result<Response<proto::ProfileResponse>, Status> {
         let _in_flight = InFlight::of(&request);
         let capture = Capture::from_request(request.get_ref(), &self.limits, &self.writes)?;
-        let (profile, output) = self.capture(capture).await?;
+        let (mut profile, output) = self.capture(capture).await?;
         let mut response = proto::ProfileResponse {
             empty_trace: profile.event_count() == 0,
             ..proto::ProfileResponse::default()
         };
         match output {
-            None => response.xspace = Some(profile.into_xspace()),
-            Some(output) => output.commit(profile.xspace())?,
+            None => response.xspace = Some(within_response(profile.into_xspace())?),
+            Some(output) => output.commit(&mut profile)?,
         }
         Ok(Response::new(response))
     }
@@ -290,7 +300,7 @@ impl ProfilerService for Service {
             .map_err(|e| Status::failed_precondition(e.to_string()))?;
         Ok(Response::new(proto::ProfileResponse {
             empty_trace: profile.event_count() == 0,
-            xspace: Some(profile.into_xspace()),
+            xspace: Some(within_response(profile.into_xspace())?),
             ..proto::ProfileResponse::default()
         }))
     }

@@ -5,9 +5,16 @@
 //! written on the capturing machine: no shared filesystem is needed. A server that
 //! ignores the flag writes its own file under the request's `repository_root`, on its
 //! machine; [`Captured::WrittenByServer`] says so.
+//!
+//! Connecting gives up after [`Connection::connect_timeout`] (5 s by default), and so
+//! does waiting for the server's first answer once connected: an address where
+//! something else listens fails in seconds, saying what answered ([`CaptureError::NotGrpc`]).
+
+mod answer;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use profiler_core::xspace::XSpace;
@@ -40,16 +47,34 @@ pub struct CaptureRequest {
     pub connection: Connection,
 }
 
-/// How to reach a server beyond plain HTTP/2: the credentials and transport security
-/// a server started with `ServerBuilder::bearer_token` and `ServerBuilder::tls`
-/// expects. The default is plaintext without a token, which every JAX and TensorFlow
-/// server speaks.
-#[derive(Clone, Default)]
+/// How to reach a server: how long to wait for it, and beyond plain HTTP/2 the
+/// credentials and transport security a server started with
+/// `ServerBuilder::bearer_token` and `ServerBuilder::tls` expects. The default is
+/// plaintext without a token, which every JAX and TensorFlow server speaks, waiting
+/// [`DEFAULT_CONNECT_TIMEOUT`].
+#[derive(Clone)]
 pub struct Connection {
     /// Sent with every call as `authorization: Bearer <token>`.
     pub bearer_token: Option<String>,
     /// Connect over TLS (needs this crate's `tls` feature).
     pub tls: Option<ClientTls>,
+    /// How long connecting may take, and then how long the server has to first
+    /// answer (its HTTP/2 settings, or TLS's handshake).
+    pub connect_timeout: Duration,
+}
+
+/// [`Connection::connect_timeout`] unless told otherwise: a server on the same
+/// network answers in milliseconds.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Default for Connection {
+    fn default() -> Self {
+        Connection {
+            bearer_token: None,
+            tls: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
 }
 
 impl fmt::Debug for Connection {
@@ -60,6 +85,7 @@ impl fmt::Debug for Connection {
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
             .field("tls", &self.tls)
+            .field("connect_timeout", &self.connect_timeout)
             .finish()
     }
 }
@@ -113,6 +139,9 @@ pub enum CaptureError {
     BadAddress(String),
     /// Nothing answers there (refused, unresolvable, unreachable).
     Unreachable(String),
+    /// Something answers there, but not a gRPC server: an HTTP/1 server, one that wants
+    /// TLS, or one that accepts the connection and says nothing.
+    NotGrpc(String),
     /// The server is already capturing.
     Busy(String),
     /// The capture did not finish in time.
@@ -133,6 +162,8 @@ impl fmt::Display for CaptureError {
         match self {
             CaptureError::BadAddress(m) => write!(f, "bad address: {m}"),
             CaptureError::Unreachable(m) => write!(f, "unreachable: {m}"),
+            // The message says what answered, and whether that rules out gRPC.
+            CaptureError::NotGrpc(m) => write!(f, "{m}"),
             CaptureError::Busy(m) => write!(f, "busy: {m}"),
             CaptureError::Deadline(m) => write!(f, "deadline exceeded: {m}"),
             CaptureError::Server(m) => write!(f, "server error: {m}"),
@@ -156,7 +187,22 @@ pub fn endpoint_uri(address: &str) -> Result<String, CaptureError> {
     }
     port.parse::<u16>()
         .map_err(|_| bad("the port is not a number from 0 to 65535"))?;
-    Ok(format!("http://{host}:{port}"))
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.contains(':') && !bracketed {
+        return Err(bad(&format!(
+            "an IPv6 address goes in brackets, as in [{host}]:{port}"
+        )));
+    }
+    if let Some(c) = host.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad(&format!("the host contains {c:?}")));
+    }
+    let uri = format!("http://{host}:{port}");
+    // Whatever else a URI cannot hold (`/`, `@`, `#`, ...).
+    uri.parse::<tonic::codegen::http::Uri>()
+        .ok()
+        .filter(|u| u.host().is_some() && u.path() == "/")
+        .ok_or_else(|| bad("the host is not a host name or an IP address"))?;
+    Ok(uri)
 }
 
 fn wire_options(request: &CaptureRequest) -> proto::ProfileOptions {
@@ -193,7 +239,14 @@ fn wire_options(request: &CaptureRequest) -> proto::ProfileOptions {
 }
 
 fn classify(status: &tonic::Status) -> CaptureError {
-    let message = format!("{:?}: {}", status.code(), status.message());
+    let code = format!("{:?}", status.code());
+    // A message that ends by naming its code again says it once.
+    let text = status.message();
+    let text = text
+        .strip_suffix(code.as_str())
+        .and_then(|t| t.strip_suffix(": "))
+        .unwrap_or(text);
+    let message = without_repeats(&format!("{code}: {text}"));
     match status.code() {
         Code::Unavailable => CaptureError::Unreachable(message),
         Code::DeadlineExceeded | Code::Cancelled => CaptureError::Deadline(message),
@@ -264,18 +317,39 @@ fn authorized<T>(message: T, connection: &Connection) -> Result<tonic::Request<T
 /// `request.connection` says.
 ///
 /// The call's deadline is the delay plus the duration plus 30 s for collection and
-/// transfer; connecting gives up after 5 s.
+/// transfer; connecting, and then the server's first answer, each give up after
+/// `request.connection.connect_timeout`.
 ///
 /// # Errors
 /// A [`CaptureError`] saying what went wrong.
 pub async fn capture(address: &str, request: &CaptureRequest) -> Result<Captured, CaptureError> {
+    let finding = answer::Finding::default();
+    let result = capture_watched(address, request, Arc::clone(&finding)).await;
+    match (result, answer::take(&finding)) {
+        // Whatever the call's error says, what answered says more.
+        (Err(_), Some(found)) => Err(CaptureError::NotGrpc(found)),
+        (result, _) => result,
+    }
+}
+
+async fn capture_watched(
+    address: &str,
+    request: &CaptureRequest,
+    finding: answer::Finding,
+) -> Result<Captured, CaptureError> {
     let deadline =
         Duration::from_millis(request.delay_ms + request.duration_ms) + Duration::from_secs(30);
-    let endpoint = endpoint(address, &request.connection)?
-        .connect_timeout(Duration::from_secs(5))
+    let connection = &request.connection;
+    let endpoint = endpoint(address, connection)?
+        .connect_timeout(connection.connect_timeout)
         .timeout(deadline);
+    let connector = answer::Connector {
+        answer_within: connection.connect_timeout,
+        tls: connection.tls.is_some(),
+        finding,
+    };
     let channel = endpoint
-        .connect()
+        .connect_with_connector(connector)
         .await
         .map_err(|e| CaptureError::Unreachable(format!("{address}: {}", error_chain(&e))))?;
     let mut client = ProfilerServiceClient::new(channel)
@@ -315,7 +389,26 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         text.push_str(&cause.to_string());
         source = cause.source();
     }
-    text
+    without_repeats(&text)
+}
+
+/// `text` with each run of `: `-separated parts that repeats the run before it said
+/// once: hyper's errors wrap an error of the same words ("tcp connect error: tcp
+/// connect error: Connection refused", "dns error: failed to lookup address
+/// information: Name or service not known: failed to lookup address information: Name
+/// or service not known").
+fn without_repeats(text: &str) -> String {
+    let mut parts: Vec<&str> = text.split(": ").collect();
+    let mut i = 0;
+    while i < parts.len() {
+        let repeated =
+            (1..=(parts.len() - i) / 2).find(|&n| parts[i..i + n] == parts[i + n..i + 2 * n]);
+        match repeated {
+            Some(n) => drop(parts.drain(i + n..i + 2 * n)),
+            None => i += 1,
+        }
+    }
+    parts.join(": ")
 }
 
 /// [`capture`], tried up to `attempts` times while the failure is worth retrying
@@ -339,5 +432,48 @@ pub async fn capture_with_retries(
             }
             other => return other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_words_are_said_once() {
+        assert_eq!(
+            without_repeats("transport error: tcp connect error: tcp connect error: refused"),
+            "transport error: tcp connect error: refused"
+        );
+        assert_eq!(
+            without_repeats("dns error: lookup failed: not known: lookup failed: not known"),
+            "dns error: lookup failed: not known"
+        );
+        assert_eq!(without_repeats("a: b: a: b: a: b"), "a: b");
+        assert_eq!(without_repeats("a: b: a"), "a: b: a");
+        assert_eq!(without_repeats(""), "");
+        let status = tonic::Status::invalid_argument("bad duration: InvalidArgument");
+        assert_eq!(
+            classify(&status),
+            CaptureError::Server("InvalidArgument: bad duration".into())
+        );
+    }
+
+    #[test]
+    fn addresses_that_cannot_be_a_uri_are_bad_addresses() {
+        for (address, why) in [
+            ("::1:5", "[::1]:5"),
+            ("a b:5", "' '"),
+            ("h/x:5", "not a host name"),
+            ("h:", "port"),
+            (":5", "no host"),
+        ] {
+            match endpoint_uri(address) {
+                Err(CaptureError::BadAddress(m)) => assert!(m.contains(why), "{address}: {m}"),
+                other => panic!("{address}: {other:?}"),
+            }
+        }
+        assert_eq!(endpoint_uri("[::1]:5").expect("ok"), "http://[::1]:5");
+        assert_eq!(endpoint_uri("grpc://h:1").expect("ok"), "http://h:1");
     }
 }
