@@ -23,7 +23,10 @@
 //!
 //! A size needs about 110 bytes of memory per event at its peak (the profile's ~100,
 //! the records' 64 given back as `stop` reads them, past the first 1Mi of a thread):
-//! the child waits (up to 10 min) for that much to be available, and says so.
+//! the child waits (up to 10 min) for that much to be available, and says so. With
+//! `--swap`, free swap counts as available (a size larger than the machine's memory
+//! then runs, slowed by paging), and the line says how much of the child went to swap
+//! (`VmSwap`).
 //!
 //! `cargo bench -p profiler-export --bench stop_scale -- --events 10000000,50000000`
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout)]
@@ -41,6 +44,7 @@ const CHILD: &str = "PROF_STOP_SCALE_CHILD";
 const PHASES: &str = "PROF_STOP_SCALE_PHASES";
 const LOGDIR: &str = "PROF_STOP_SCALE_LOGDIR";
 const RING: &str = "PROF_STOP_SCALE_RING";
+const SWAP: &str = "PROF_STOP_SCALE_SWAP";
 
 /// A field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes.
 fn status_bytes(field: &str) -> u64 {
@@ -54,7 +58,8 @@ fn status_bytes(field: &str) -> u64 {
         * 1024
 }
 
-/// `MemAvailable` and `MemFree` of `/proc/meminfo`, in bytes.
+/// `MemAvailable` and `MemFree` of `/proc/meminfo`, in bytes (with `--swap`,
+/// `SwapFree` is added to what is available).
 fn meminfo() -> (u64, u64) {
     let info = std::fs::read_to_string("/proc/meminfo").unwrap();
     let get = |field: &str| {
@@ -66,7 +71,12 @@ fn meminfo() -> (u64, u64) {
             .unwrap()
             * 1024
     };
-    (get("MemAvailable:"), get("MemFree:"))
+    let swap = if std::env::var_os(SWAP).is_some() {
+        get("SwapFree:")
+    } else {
+        0
+    };
+    (get("MemAvailable:") + swap, get("MemFree:"))
 }
 
 /// (user s, system s, minor faults) of this process so far.
@@ -197,6 +207,9 @@ fn child(events: u64, phases: bool, ring: Option<u64>, dir: &Path) {
             );
         }
     }
+    if std::env::var_os(SWAP).is_some() {
+        line += &format!("  swapped {:.2} GB", gb(status_bytes("VmSwap:")));
+    }
     println!("{line}");
     for warning in profile.warnings() {
         println!("  warning: {warning}");
@@ -241,6 +254,7 @@ fn main() {
         .map_or_else(std::env::temp_dir, Into::into);
     // --keep: the files stay (to open in XProf), their directory printed.
     let keep = args.iter().any(|a| a == "--keep");
+    let swap = args.iter().any(|a| a == "--swap");
     for events in sizes {
         let dir = tempfile::tempdir_in(&base).unwrap();
         let mut child = Command::new(std::env::current_exe().unwrap());
@@ -250,6 +264,9 @@ fn main() {
         }
         if let Some(ring) = ring {
             child.env(RING, ring);
+        }
+        if swap {
+            child.env(SWAP, "1");
         }
         let status = child.status().unwrap();
         assert!(status.success(), "{events}: {status}");
