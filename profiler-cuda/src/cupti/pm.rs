@@ -6,10 +6,15 @@
 //! the metric names into a configuration image (metrics CUPTI refuses are found one by
 //! one and named; a configuration needing more than one pass is refused, since sampling
 //! takes one), then sampling is enabled, configured (interval, hardware buffer) and
-//! started. A thread decodes the hardware buffer every 100 ms into a counter-data image
-//! and evaluates each completed sample into metric values, so a long session does not
-//! overflow the buffer; the last decode runs at stop. Every failure is one warning and
-//! the rest of the trace goes on.
+//! started. A thread decodes the hardware buffer every 100 ms into a counter-data image,
+//! evaluates each completed sample into metric values and resets the image, so a long
+//! session does not overflow the buffer; the last decode runs at stop. Every failure is
+//! one warning and the rest of the trace goes on.
+//!
+//! Two lifetimes matter. CUPTI keeps the pointer to the configuration image given to
+//! `cuptiPmSamplingSetConfig` and reads it while sampling runs, so the image lives in the
+//! `Device` until sampling is disabled (freeing it early hangs or crashes the decoder, as
+//! Kineto's integration found). The host object evaluates samples, so it is released last.
 
 #![allow(unsafe_code)]
 
@@ -20,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cudarc::cupti::sys as cupti;
+use cudarc::driver::sys as driver;
 use profiler_core::tracer;
 
 use crate::activity::PmSample;
@@ -73,12 +79,17 @@ struct Device {
     ordinal: u32,
     object: *mut cupti::CUpti_PmSampling_Object,
     host: *mut cupti::CUpti_Profiler_Host_Object,
+    /// The configuration image given to `cuptiPmSamplingSetConfig`: CUPTI reads it
+    /// through the pointer it was given until sampling is disabled, so it must not move
+    /// or be freed before then.
+    _config: Vec<u8>,
     /// The metrics this device samples (those it accepted), as C strings and their
     /// indices in the session's list.
     metrics: Metrics,
     counter_data: Vec<u8>,
-    /// Completed samples of `counter_data` already evaluated.
-    read: usize,
+    /// `counter_data` as `cuptiPmSamplingCounterDataImageInitialize` left it: copied
+    /// back after each decode, which is cheaper than initializing it again.
+    blank: Vec<u8>,
     /// What decoding saw, for the warning when no sample came out.
     seen: Seen,
 }
@@ -281,13 +292,18 @@ fn start_device(
     let mut names: Vec<*const c_char> = metrics.iter().map(|(_, c)| c.as_ptr()).collect();
     let configured = configure(host, &mut names, settings, ordinal);
     match configured {
-        Ok(Some((object, counter_data))) => Ok(Some(Device {
+        Ok(Some(Configured {
+            object,
+            config,
+            counter_data,
+        })) => Ok(Some(Device {
             ordinal,
             object,
             host,
+            _config: config,
             metrics,
+            blank: counter_data.clone(),
             counter_data,
-            read: 0,
             seen: Seen::default(),
         })),
         Ok(None) => {
@@ -304,6 +320,15 @@ fn start_device(
     }
 }
 
+/// A device whose sampling has started.
+struct Configured {
+    object: *mut cupti::CUpti_PmSampling_Object,
+    /// The configuration image CUPTI keeps a pointer to.
+    config: Vec<u8>,
+    /// The initialized counter-data image.
+    counter_data: Vec<u8>,
+}
+
 /// Builds the configuration image, enables and starts sampling; `None` when the
 /// metrics need more than one pass.
 fn configure(
@@ -311,7 +336,7 @@ fn configure(
     names: &mut [*const c_char],
     settings: &PmSettings,
     ordinal: u32,
-) -> Result<Option<(*mut cupti::CUpti_PmSampling_Object, Vec<u8>)>, String> {
+) -> Result<Option<Configured>, String> {
     let mut add = params!(
         cupti::CUpti_Profiler_Host_ConfigAddMetrics_Params,
         numMetrics
@@ -357,6 +382,7 @@ fn configure(
     if passes.numOfPasses > 1 {
         return Ok(None);
     }
+    supported(ordinal)?;
     let mut enable = params!(cupti::CUpti_PmSampling_Enable_Params, pPmSamplingObject);
     enable.deviceIndex = ordinal as usize;
     // SAFETY: a params struct of the right size.
@@ -414,7 +440,78 @@ fn configure(
         disable();
         return Err(e);
     }
-    Ok(Some((object, counter_data)))
+    Ok(Some(Configured {
+        object,
+        config,
+        counter_data,
+    }))
+}
+
+/// Asks CUPTI whether PM sampling can run on the GPU `ordinal`, and names what stops it
+/// when it cannot (a virtual GPU, confidential computing, WSL, ...). A CUPTI that cannot
+/// answer lets sampling be tried.
+fn supported(ordinal: u32) -> Result<(), String> {
+    let mut device = 0;
+    // SAFETY: a plain query with a valid out-pointer; the driver is initialized.
+    if unsafe { driver::cuDeviceGet(&mut device, ordinal as i32) }
+        .result()
+        .is_err()
+    {
+        return Ok(());
+    }
+    let mut p = params!(cupti::CUpti_Profiler_DeviceSupported_Params, api);
+    p.cuDevice = device;
+    p.api = cupti::CUpti_Profiler_API::CUPTI_PROFILER_PM_SAMPLING;
+    // SAFETY: a params struct of the right size.
+    if unsafe { cupti::cuptiProfilerDeviceSupported(&mut p) }
+        .result()
+        .is_err()
+    {
+        return Ok(());
+    }
+    // Each level read as the integer CUPTI wrote: newer CUPTIs have levels this
+    // build's enum lacks.
+    // SAFETY: 4-byte C enums of a struct CUPTI filled, read as their integers.
+    let level =
+        |field: *const cupti::CUpti_Profiler_Support_Level| unsafe { field.cast::<u32>().read() };
+    let overall = level(std::ptr::addr_of!(p.isSupported));
+    let parts = [
+        (
+            level(std::ptr::addr_of!(p.architecture)),
+            "the GPU's architecture",
+        ),
+        (level(std::ptr::addr_of!(p.sli)), "SLI"),
+        (level(std::ptr::addr_of!(p.vGpu)), "a virtual GPU (vGPU)"),
+        (
+            level(std::ptr::addr_of!(p.confidentialCompute)),
+            "confidential computing",
+        ),
+        (level(std::ptr::addr_of!(p.cmp)), "a CMP (mining) GPU"),
+        (level(std::ptr::addr_of!(p.wsl)), "WSL"),
+    ];
+    unsupported(overall, &parts).map_or(Ok(()), Err)
+}
+
+/// What stops PM sampling, from CUPTI's support levels (0 unknown, 1 unsupported, 2
+/// disabled, 3 supported, 4 limited): `None` unless the overall level is a definite no
+/// (an unknown one is tried).
+fn unsupported(overall: u32, parts: &[(u32, &str)]) -> Option<String> {
+    if overall != 1 && overall != 2 {
+        return None;
+    }
+    let why: Vec<&str> = parts
+        .iter()
+        .filter(|(level, _)| *level == 1 || *level == 2)
+        .map(|(_, what)| *what)
+        .collect();
+    Some(format!(
+        "CUPTI says PM sampling is not supported here ({})",
+        if why.is_empty() {
+            format!("support level {overall}")
+        } else {
+            format!("not with {}", why.join(", "))
+        }
+    ))
 }
 
 fn init_counter_data(
@@ -446,8 +543,8 @@ fn decode_all(devices: &Mutex<Vec<Device>>, samples: &Mutex<Vec<PmSample>>) {
         .extend(got);
 }
 
-/// Moves what the hardware buffer holds into the counter-data image, evaluates the
-/// samples completed since the last time, and resets the image when it is full.
+/// Moves what the hardware buffer holds into the counter-data image, evaluates its
+/// completed samples, and resets the image for the next decode.
 fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
     let mut p = params!(cupti::CUpti_PmSampling_DecodeData_Params, overflow);
     p.pPmSamplingObject = device.object;
@@ -481,7 +578,7 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
     }
     let mut names: Vec<*const c_char> = device.metrics.iter().map(|(_, c)| c.as_ptr()).collect();
     let mut values = vec![0f64; names.len()];
-    for index in device.read..info.numCompletedSamples {
+    for index in 0..info.numCompletedSamples {
         let mut sample = params!(
             cupti::CUpti_PmSampling_CounterData_GetSampleInfo_Params,
             endTimestamp
@@ -528,12 +625,11 @@ fn decode(device: &mut Device, out: &mut Vec<PmSample>) {
             });
         }
     }
-    device.read = info.numCompletedSamples;
-    if info.numTotalSamples > 0 && info.numCompletedSamples >= info.numTotalSamples {
-        let object = device.object;
-        if init_counter_data(object, &mut device.counter_data).is_ok() {
-            device.read = 0;
-        }
+    // Every completed sample is read: the next decode starts from an empty image, as
+    // XLA's and Kineto's samplers do (a decode stopping with COUNTER_DATA_FULL goes on
+    // from where it stopped, into the emptied image).
+    if info.numCompletedSamples > 0 {
+        device.counter_data.copy_from_slice(&device.blank);
     }
 }
 
@@ -620,6 +716,29 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_that_cannot_sample_is_named_with_cuptis_reason() {
+        let parts = [
+            (3, "the GPU's architecture"),
+            (1, "a virtual GPU (vGPU)"),
+            (2, "WSL"),
+        ];
+        assert_eq!(
+            unsupported(1, &parts).as_deref(),
+            Some(
+                "CUPTI says PM sampling is not supported here (not with a virtual GPU (vGPU), WSL)"
+            )
+        );
+        assert_eq!(
+            unsupported(2, &[(3, "SLI")]).as_deref(),
+            Some("CUPTI says PM sampling is not supported here (support level 2)")
+        );
+        // Supported, limited, and unknown (an older CUPTI's answer) are all tried.
+        for level in [0, 3, 4] {
+            assert_eq!(unsupported(level, &parts), None, "{level}");
+        }
+    }
+
+    #[test]
     fn samples_on_the_gpus_clock_are_placed_after_the_start() {
         // Already on prof's clock: left alone.
         let mut same = vec![at(1_500), at(2_000)];
@@ -646,6 +765,12 @@ mod tests {
         assert_eq!(
             struct_size!(cupti::CUpti_Profiler_Host_Initialize_Params, pHostObject),
             std::mem::offset_of!(cupti::CUpti_Profiler_Host_Initialize_Params, pHostObject) + 8
+        );
+        // CUDA 12.6's and 13.0's size (their struct ends at `api`), whatever later
+        // fields the bindings have: a libcupti of 13.0 reads no further.
+        assert_eq!(
+            struct_size!(cupti::CUpti_Profiler_DeviceSupported_Params, api),
+            8 + 8 + 4 + 7 * 4 + 4
         );
     }
 }
