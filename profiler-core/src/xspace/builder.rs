@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use super::model::{XEventMetadata, XLine, XPlane, XStat, XStatMetadata, XStatValue};
 
 /// Builds an [`XPlane`], interning event and stat names into its metadata maps.
@@ -11,8 +13,10 @@ use super::model::{XEventMetadata, XLine, XPlane, XStat, XStatMetadata, XStatVal
 #[derive(Debug)]
 pub struct PlaneBuilder {
     plane: XPlane,
-    events: HashMap<String, i64>,
-    stats: HashMap<String, i64>,
+    // foldhash, not SipHash: every stat and event made looks its name up here, and the
+    // names are the program's own (no untrusted keys to defend against).
+    events: HashMap<String, i64, FixedState>,
+    stats: HashMap<String, i64, FixedState>,
 }
 
 impl PlaneBuilder {
@@ -24,8 +28,8 @@ impl PlaneBuilder {
                 name: name.into(),
                 ..XPlane::default()
             },
-            events: HashMap::new(),
-            stats: HashMap::new(),
+            events: HashMap::default(),
+            stats: HashMap::default(),
         }
     }
 

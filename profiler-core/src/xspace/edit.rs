@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use super::model::{
     sort_events, XEvent, XEventMetadata, XLine, XPlane, XStat, XStatMetadata, XStatValue,
 };
@@ -11,8 +13,9 @@ use super::model::{
 /// to), continuing its ids.
 #[derive(Debug)]
 pub struct Interner {
-    events: HashMap<String, i64>,
-    stats: HashMap<String, i64>,
+    // foldhash, as `PlaneBuilder`'s: a lookup for every stat and event added.
+    events: HashMap<String, i64, FixedState>,
+    stats: HashMap<String, i64, FixedState>,
 }
 
 impl Interner {

@@ -1,7 +1,9 @@
 //! The device side of a device trace: one plane per GPU with its capabilities, one
 //! line per stream of kernels, copies and memsets, and the device memory in use.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use super::maps::HashMap;
 
 use profiler_core::schema;
 use profiler_core::xspace::{

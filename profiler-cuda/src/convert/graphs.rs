@@ -9,7 +9,7 @@
 //! `annotation` are the capture's, while its step stays the replay's (the launch's),
 //! so XProf counts graph kernels under their layers in the step that ran them.
 
-use std::collections::HashMap;
+use super::maps::HashMap;
 
 use profiler_core::xspace::ps;
 
@@ -50,10 +50,10 @@ impl Graphs {
         to_session_ns: &dyn Fn(u64) -> Option<u64>,
     ) -> Graphs {
         let mut graphs = Graphs {
-            originals: HashMap::new(),
-            cloned_from: HashMap::new(),
-            clone_graph: HashMap::new(),
-            exec_graph: HashMap::new(),
+            originals: HashMap::default(),
+            cloned_from: HashMap::default(),
+            clone_graph: HashMap::default(),
+            exec_graph: HashMap::default(),
             launch_exec: trace.graph_launches.iter().copied().collect(),
         };
         for note in &trace.graph_notes {
@@ -129,11 +129,11 @@ impl Graphs {
     /// work ran on it (every node noted: originals and their clones), sorted:
     /// `graph G node N: clone of node O, <kind>, captured under <tf_op>`.
     pub(super) fn mapping(&self, trace: &DeviceTrace) -> HashMap<u32, Vec<String>> {
-        let mut device_of_graph: HashMap<u32, u32> = HashMap::new();
+        let mut device_of_graph: HashMap<u32, u32> = HashMap::default();
         // What each original node ran as, from its work's records: CUPTI's node type at
         // creation is not always filled during stream capture (on an H200, a captured
         // copy's node read as a kernel's).
-        let mut ran_as: HashMap<u64, &'static str> = HashMap::new();
+        let mut ran_as: HashMap<u64, &'static str> = HashMap::default();
         for activity in &trace.activities {
             let (at, kind) = match activity {
                 Activity::Kernel { at, .. } => (at, "kernel"),
@@ -179,7 +179,7 @@ impl Graphs {
                 ),
             ))
         };
-        let mut lines: HashMap<u32, Vec<String>> = HashMap::new();
+        let mut lines: HashMap<u32, Vec<String>> = HashMap::default();
         let originals = self.originals.iter().map(|(&n, o)| (n, o.graph_id));
         let clones = self.clone_graph.iter().map(|(&n, &g)| (n, g));
         for (node, graph) in originals.chain(clones) {

@@ -3,7 +3,9 @@
 //! open), and for each launch, the stack of host annotations that enclosed it, as the
 //! op XProf files its device work under, and the step it ran in.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use super::maps::{HashMap, HashSet};
 
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
@@ -76,7 +78,7 @@ pub(super) fn add_api_calls(
         .position(|p| p.name == schema::HOST_PLANE);
 
     let mut out = Launches {
-        launched_in: HashMap::new(),
+        launched_in: HashMap::default(),
         unannotated: 0,
         annotation_limit: trace
             .max_annotation_strings
@@ -87,7 +89,7 @@ pub(super) fn add_api_calls(
     // A runtime call and the driver call it makes share one correlation id (CUPTI
     // reports both when both domains are traced): only the outermost of a correlation
     // id's calls links to its device work, so each launch → kernel flow has one start.
-    let mut outermost: HashMap<u32, (usize, u64, u64)> = HashMap::new();
+    let mut outermost: HashMap<u32, (usize, u64, u64)> = HashMap::default();
     for (i, activity) in trace.activities.iter().enumerate() {
         if let Activity::Api {
             start,
@@ -107,7 +109,7 @@ pub(super) fn add_api_calls(
                 .or_insert((i, *start, *end));
         }
     }
-    let mut attached: HashSet<String> = HashSet::new();
+    let mut attached: HashSet<String> = HashSet::default();
     let mut api_events: BTreeMap<(i64, String), Vec<XEvent>> = BTreeMap::new();
     let mut host_plane = host.map(|h| std::mem::take(&mut space.planes[h]));
     let mut host_names = host_plane.as_ref().map(Interner::new);
@@ -223,7 +225,7 @@ impl HostScopes {
 
     fn new(plane: &XPlane) -> HostScopes {
         let step_id = plane.stat_id(schema::STEP_NUM);
-        let mut lines = HashMap::new();
+        let mut lines = HashMap::default();
         for line in &plane.lines {
             let mut events: Vec<Scope> = line
                 .events

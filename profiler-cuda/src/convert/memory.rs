@@ -19,7 +19,7 @@
 //! The same running total is each GPU plane's `device_bytes_in_use` counter, and, once
 //! converted, what `profiler_core::memory::gpu` reports for the device.
 
-use std::collections::HashMap;
+use super::maps::HashMap;
 use std::sync::Mutex;
 
 use profiler_core::memory as core_memory;
@@ -112,10 +112,10 @@ pub(super) fn blocks(trace: &DeviceTrace) -> Vec<Block<'_>> {
 /// a block whose allocation was not recorded (made before the session, or dropped)
 /// is left out.
 pub(super) fn changes(blocks: &[Block<'_>]) -> Vec<Change> {
-    let mut live: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut in_use: HashMap<u32, (u64, u64)> = HashMap::new();
+    let mut live: HashMap<(u32, u64), u64> = HashMap::default();
+    let mut in_use: HashMap<u32, (u64, u64)> = HashMap::default();
     // Per device, per pool (its base address): bytes held beyond those in use.
-    let mut pools: HashMap<u32, HashMap<u64, u64>> = HashMap::new();
+    let mut pools: HashMap<u32, HashMap<u64, u64>> = HashMap::default();
     let mut out = Vec::with_capacity(blocks.len());
     for b in blocks {
         let device = b.at.device_id;
@@ -179,8 +179,8 @@ pub(super) fn add_events(
     else {
         return;
     };
-    let mut scope: HashMap<u32, ScopeId> = HashMap::new();
-    let mut thread: HashMap<u32, u32> = HashMap::new();
+    let mut scope: HashMap<u32, ScopeId> = HashMap::default();
+    let mut thread: HashMap<u32, u32> = HashMap::default();
     for a in &trace.activities {
         match a {
             Activity::ExternalCorrelation {
@@ -205,7 +205,7 @@ pub(super) fn add_events(
         .map(|d| (d.ordinal, d.memory_size))
         .collect();
     let mut names = Interner::new(host);
-    let mut lines: HashMap<(i64, String), Vec<XEvent>> = HashMap::new();
+    let mut lines: HashMap<(i64, String), Vec<XEvent>> = HashMap::default();
     for c in changes {
         let Some(at) = to_session_ns(c.timestamp) else {
             continue;
@@ -281,8 +281,8 @@ static LIVE: Mutex<Option<HashMap<(u32, u64), u64>>> = Mutex::new(None);
 /// scopes report it.
 pub(super) fn publish(blocks: &[Block<'_>]) {
     let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let live = live.get_or_insert_with(HashMap::new);
-    let mut devices: HashMap<u32, core_memory::DeviceMemory> = HashMap::new();
+    let live = live.get_or_insert_with(HashMap::default);
+    let mut devices: HashMap<u32, core_memory::DeviceMemory> = HashMap::default();
     for b in blocks {
         let ordinal = b.at.device_id;
         let device = *devices

@@ -38,14 +38,16 @@
 mod device;
 mod graphs;
 mod host;
+mod maps;
 mod memory;
 mod nvtx;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use profiler_core::xspace::XSpace;
 
 use crate::activity::{Activity, DeviceTrace};
+use maps::HashSet;
 
 pub use crate::api::api_recorded_by_default;
 pub use crate::stats::{ANNOTATION, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE, TF_OP};
@@ -130,8 +132,8 @@ fn device_of(activity: &Activity) -> Option<u32> {
 /// above, nor the API calls that launched only such work; and how many devices that
 /// leaves out.
 fn only_devices(trace: &DeviceTrace, n: u32) -> (DeviceTrace, u32) {
-    let mut kept_work = HashSet::new();
-    let mut dropped_work = HashSet::new();
+    let mut kept_work = HashSet::default();
+    let mut dropped_work = HashSet::default();
     for activity in &trace.activities {
         let Some(device) = device_of(activity) else {
             continue;

@@ -3,7 +3,9 @@
 //! range open on the launching thread when it was made, which its device work carries
 //! as `nvtx_range` (as TSL's tracer does).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use super::maps::{HashMap, HashSet};
 
 use profiler_core::schema;
 use profiler_core::xspace::{merge_into_line, ps, Interner, Stats, XEvent, XSpace, XStatValue};
@@ -29,8 +31,8 @@ pub(crate) fn line_name(thread: u32) -> String {
 /// different buffers); marks are ranges of no length. A range that started before the
 /// session or ended after it (one end missing) is left out.
 fn ranges(trace: &DeviceTrace) -> BTreeMap<u32, Vec<Range<'_>>> {
-    let mut starts: HashMap<u32, (u32, u64, &str, Option<&str>)> = HashMap::new();
-    let mut ends: HashMap<u32, u64> = HashMap::new();
+    let mut starts: HashMap<u32, (u32, u64, &str, Option<&str>)> = HashMap::default();
+    let mut ends: HashMap<u32, u64> = HashMap::default();
     let mut by_thread: BTreeMap<u32, Vec<Range<'_>>> = BTreeMap::new();
     for activity in &trace.activities {
         let Activity::Marker {
@@ -132,9 +134,9 @@ pub(super) fn add_ranges(
 ) -> HashMap<u32, String> {
     let by_thread = ranges(trace);
     if by_thread.is_empty() {
-        return HashMap::new();
+        return HashMap::default();
     }
-    let mut launched_in = HashMap::new();
+    let mut launched_in = HashMap::default();
     let enclosing: HashMap<u32, Enclosing<'_, '_>> = by_thread
         .iter()
         .map(|(thread, ranges)| (*thread, Enclosing::new(ranges)))
