@@ -306,9 +306,9 @@ impl DevicePlane {
         }
         if let Some(launched) = launched_in {
             if let Some(tf_op) = &launched.tf_op {
-                stats.push(p.stat(TF_OP, XStatValue::Str(tf_op.clone())));
+                stats.push(p.stat(TF_OP, XStatValue::Str(tf_op.to_string())));
             }
-            stats.push(p.stat(ANNOTATION, XStatValue::Str(launched.annotation.clone())));
+            stats.push(p.stat(ANNOTATION, XStatValue::Str(launched.annotation.to_string())));
             if let Some(step) = launched.step {
                 stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(step)));
             }

@@ -46,7 +46,7 @@ const MAX_CLONE_DEPTH: usize = 64;
 impl Graphs {
     pub(super) fn new(
         trace: &DeviceTrace,
-        scopes: &HostScopes,
+        scopes: &mut HostScopes,
         to_session_ns: &dyn Fn(u64) -> Option<u64>,
     ) -> Graphs {
         let mut graphs = Graphs {
@@ -166,7 +166,7 @@ impl Graphs {
             let under = original
                 .captured_in
                 .as_ref()
-                .map(|c| c.tf_op.clone().unwrap_or_else(|| c.annotation.clone()))
+                .map(|c| c.tf_op.as_deref().unwrap_or(&c.annotation).to_owned())
                 .unwrap_or_else(|| "(no annotation)".to_owned());
             Some((
                 device,

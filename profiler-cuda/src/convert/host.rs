@@ -4,6 +4,7 @@
 //! op XProf files its device work under, and the step it ran in.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::maps::{HashMap, HashSet};
 
@@ -21,11 +22,13 @@ use crate::stats::{CORRELATION_ID, CUDA_GRAPH_ID};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct LaunchedIn {
     /// The innermost host annotation enclosing the launch (the step itself when no
-    /// other annotation was open).
-    pub(super) annotation: String,
+    /// other annotation was open). Shared: every launch under the same annotation
+    /// holds the same string.
+    pub(super) annotation: Rc<str>,
     /// XProf's `tf_op` for the device work: see [`tf_op`]. `None` when no annotation
-    /// inside the step enclosed the launch.
-    pub(super) tf_op: Option<String>,
+    /// inside the step enclosed the launch. Shared by every launch under the same
+    /// stack.
+    pub(super) tf_op: Option<Rc<str>>,
     /// The enclosing step's `step_num`.
     pub(super) step: Option<i64>,
 }
@@ -58,7 +61,7 @@ pub(super) fn add_api_calls(
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
     launched: &HashSet<u32>,
     allocating: &HashSet<u32>,
-    scopes: &HostScopes,
+    scopes: &mut HostScopes,
     graph_of_launch: &HashMap<u32, u32>,
 ) -> Launches {
     let external: HashMap<u32, ScopeId> = trace
@@ -109,7 +112,7 @@ pub(super) fn add_api_calls(
                 .or_insert((i, *start, *end));
         }
     }
-    let mut attached: HashSet<String> = HashSet::default();
+    let mut attached: HashSet<Rc<str>> = HashSet::default();
     let mut api_events: BTreeMap<(i64, String), Vec<XEvent>> = BTreeMap::new();
     let mut host_plane = host.map(|h| std::mem::take(&mut space.planes[h]));
     let mut host_names = host_plane.as_ref().map(Interner::new);
@@ -143,8 +146,9 @@ pub(super) fn add_api_calls(
         {
             // The cap counts the distinct strings device work carries.
             let key = found.tf_op.as_ref().unwrap_or(&found.annotation);
-            if attached.contains(key) || attached.len() < out.annotation_limit {
-                attached.insert(key.clone());
+            if attached.contains(key)
+                || (attached.len() < out.annotation_limit && attached.insert(key.clone()))
+            {
                 out.launched_in.insert(*correlation_id, found);
             } else {
                 out.unannotated += 1;
@@ -209,7 +213,14 @@ pub(super) struct HostScopes {
     /// each linked to the event containing it.
     lines: HashMap<i64, Vec<Scope>>,
     /// Event names by metadata id.
-    names: HashMap<i64, String>,
+    names: HashMap<i64, Rc<str>>,
+    /// `tf_op` strings made so far, by the metadata ids of their stack (outermost
+    /// first): launches under the same stack share one string, made once.
+    tf_ops: HashMap<Vec<i64>, Option<Rc<str>>>,
+    /// Scratch for [`HostScopes::enclosing`]: the chain of events containing a launch,
+    /// and the key of its stack, kept between calls so a launch allocates nothing.
+    chain: Vec<usize>,
+    key: Vec<i64>,
 }
 
 impl HostScopes {
@@ -259,35 +270,58 @@ impl HostScopes {
         let names = plane
             .event_metadata
             .iter()
-            .map(|(id, m)| (*id, m.name.clone()))
+            .map(|(id, m)| (*id, Rc::from(m.name.as_str())))
             .collect();
-        HostScopes { lines, names }
+        HostScopes {
+            lines,
+            names,
+            ..HostScopes::default()
+        }
     }
 
     /// What the events of `line` containing `at_ps` say about a launch then: the
     /// innermost one's name, the `tf_op` of those inside the outermost one carrying
     /// a `step_num` (all of them when none does), and that step number.
-    pub(super) fn enclosing(&self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
+    pub(super) fn enclosing(&mut self, line: u32, at_ps: i64) -> Option<LaunchedIn> {
         let events = self.lines.get(&i64::from(line))?;
         // The last event starting by then, and the events containing it: on a line
         // of properly nested scopes, every event containing `at_ps` is among them.
         let mut next = events.partition_point(|e| e.start <= at_ps).checked_sub(1);
-        let mut chain = Vec::new(); // innermost first
+        let chain = &mut self.chain; // innermost first
+        chain.clear();
         while let Some(i) = next {
             if events[i].end >= at_ps {
-                chain.push(&events[i]);
+                chain.push(i);
             }
             next = events[i].parent;
         }
-        let innermost = chain.first()?;
-        let step_at = chain.iter().rposition(|e| e.step.is_some());
-        let step = step_at.and_then(|at| chain[at].step);
+        let &innermost = chain.first()?;
+        let step_at = chain.iter().rposition(|&i| events[i].step.is_some());
+        let step = step_at.and_then(|at| events[chain[at]].step);
         let inside = &chain[..step_at.unwrap_or(chain.len())];
-        let name = |e: &Scope| self.names.get(&e.metadata_id).map_or("", String::as_str);
-        let scopes: Vec<&str> = inside.iter().rev().map(|e| name(e)).collect();
+        self.key.clear();
+        self.key
+            .extend(inside.iter().rev().map(|&i| events[i].metadata_id));
+        let names = &self.names;
+        let tf_op = match self.tf_ops.get(self.key.as_slice()) {
+            Some(made) => made.clone(),
+            None => {
+                let scopes: Vec<&str> = self
+                    .key
+                    .iter()
+                    .map(|id| names.get(id).map_or("", |n| &**n))
+                    .collect();
+                let made: Option<Rc<str>> = tf_op(&scopes).map(Rc::from);
+                self.tf_ops.insert(self.key.clone(), made.clone());
+                made
+            }
+        };
         Some(LaunchedIn {
-            annotation: name(innermost).to_owned(),
-            tf_op: tf_op(&scopes),
+            annotation: names
+                .get(&events[innermost].metadata_id)
+                .cloned()
+                .unwrap_or_else(|| Rc::from("")),
+            tf_op,
             step,
         })
     }
@@ -327,8 +361,8 @@ mod tests {
             ("Eval", 110, 140, None),
             ("attn", 120, 130, None),
         ]);
-        let scopes = HostScopes::new(&plane);
-        let at = |ps| scopes.enclosing(3, ps);
+        let mut scopes = HostScopes::new(&plane);
+        let mut at = |ps| scopes.enclosing(3, ps);
         let launched = |annotation: &str, tf_op: Option<&str>, step| {
             Some(LaunchedIn {
                 annotation: annotation.into(),
@@ -354,6 +388,13 @@ mod tests {
         assert_eq!(at(125), launched("attn", Some("Eval/attn:attn"), None));
         assert_eq!(at(105), None);
         assert_eq!(at(-1), None);
+        // Two launches under one stack share its strings, made once.
+        let (first, second) = (at(31).expect("attn"), at(39).expect("attn"));
+        let (Some(a), Some(b)) = (&first.tf_op, &second.tf_op) else {
+            panic!("no tf_op: {first:?} {second:?}");
+        };
+        assert!(Rc::ptr_eq(a, b));
+        assert!(Rc::ptr_eq(&first.annotation, &second.annotation));
         assert_eq!(scopes.enclosing(4, 35), None, "no such line");
     }
 }

@@ -227,15 +227,15 @@ pub fn add_to_space(
     let blocks = memory::blocks(trace);
     let allocating = blocks.iter().map(|b| b.correlation_id()).collect();
     // The host's annotations before the API calls join its lines.
-    let scopes = host::HostScopes::of_space(space);
-    let graphs = graphs::Graphs::new(trace, &scopes, to_session_ns);
+    let mut scopes = host::HostScopes::of_space(space);
+    let graphs = graphs::Graphs::new(trace, &mut scopes, to_session_ns);
     let launches = host::add_api_calls(
         trace,
         space,
         to_session_ns,
         &launched,
         &allocating,
-        &scopes,
+        &mut scopes,
         &graphs.graph_of_launch(),
     );
     // After the API calls: the annotation stacks of launches are the host's own.
