@@ -3,7 +3,7 @@
 //! calculation both need, so it sits below both.
 
 /// Launch geometry and resources of one kernel, as XProf's `kernel_details` says them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct KernelDetails {
     /// Registers per thread.
     pub registers_per_thread: u16,

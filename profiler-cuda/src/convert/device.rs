@@ -1,6 +1,7 @@
 //! The device side of a device trace: one plane per GPU with its capabilities, one
 //! line per stream of kernels, copies and memsets, and the device memory in use.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::maps::HashMap;
@@ -49,6 +50,9 @@ pub(super) fn add_planes(
         .iter()
         .filter_map(|d| Some((d.ordinal, d.sm?)))
         .collect();
+    // A program launches the same few shapes over and over: each shape's stat, with its
+    // occupancy, is made once per device.
+    let mut kernel_stats: HashMap<(u32, crate::kernel::KernelDetails), String> = HashMap::default();
     for activity in &trace.activities {
         let (name, start, end, at, details) = match activity {
             Activity::Kernel {
@@ -58,16 +62,21 @@ pub(super) fn add_planes(
                 at,
                 details,
             } => (
-                name.clone(),
+                Cow::Borrowed(name.as_str()),
                 *start,
                 *end,
                 at,
                 Details::Kernel(
-                    details.to_stat(
-                        limits
-                            .get(&at.device_id)
-                            .and_then(|sm| theoretical_occupancy(details, sm)),
-                    ),
+                    kernel_stats
+                        .entry((at.device_id, *details))
+                        .or_insert_with(|| {
+                            details.to_stat(
+                                limits
+                                    .get(&at.device_id)
+                                    .and_then(|sm| theoretical_occupancy(details, sm)),
+                            )
+                        })
+                        .clone(),
                 ),
             ),
             Activity::Memcpy {
@@ -79,7 +88,7 @@ pub(super) fn add_planes(
                 end,
                 at,
             } => (
-                copy_name(*copy_kind).to_owned(),
+                Cow::Borrowed(copy_name(*copy_kind)),
                 *start,
                 *end,
                 at,
@@ -95,14 +104,14 @@ pub(super) fn add_planes(
                 end,
                 at,
             } => (
-                "Memset".to_owned(),
+                Cow::Borrowed("Memset"),
                 *start,
                 *end,
                 at,
                 Details::Memset(format!("size:{bytes}")),
             ),
             Activity::GraphTrace(g) => (
-                format!("CudaGraphExec:{}", g.graph_id),
+                Cow::Owned(format!("CudaGraphExec:{}", g.graph_id)),
                 g.start,
                 g.end,
                 &g.at,
@@ -272,7 +281,9 @@ impl DevicePlane {
         nvtx_range: Option<&String>,
     ) {
         let p = &mut self.plane;
-        let mut stats = Stats::from([
+        // Room for every stat a kernel can carry, so the list is allocated once.
+        let mut stats = Stats::with_capacity(12);
+        stats.extend([
             p.stat(
                 CORRELATION_ID,
                 XStatValue::Uint64(u64::from(at.correlation_id)),
