@@ -19,7 +19,7 @@
 //! The same running total is each GPU plane's `device_bytes_in_use` counter, and, once
 //! converted, what `profiler_core::memory::gpu` reports for the device.
 
-use super::maps::HashMap;
+use super::maps::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use profiler_core::memory as core_memory;
@@ -179,6 +179,12 @@ pub(super) fn add_events(
     else {
         return;
     };
+    if changes.is_empty() {
+        return;
+    }
+    // Where the calls that allocated or released were made: only theirs are looked
+    // up, not every launch's.
+    let wanted: HashSet<u32> = changes.iter().map(|c| c.correlation_id).collect();
     let mut scope: HashMap<u32, ScopeId> = HashMap::default();
     let mut thread: HashMap<u32, u32> = HashMap::default();
     for a in &trace.activities {
@@ -186,14 +192,14 @@ pub(super) fn add_events(
             Activity::ExternalCorrelation {
                 correlation_id,
                 external_id,
-            } => {
+            } if wanted.contains(correlation_id) => {
                 scope.insert(*correlation_id, ScopeId::from_u64(*external_id));
             }
             Activity::Api {
                 thread_id,
                 correlation_id,
                 ..
-            } => {
+            } if wanted.contains(correlation_id) => {
                 thread.insert(*correlation_id, *thread_id);
             }
             _ => {}
