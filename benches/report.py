@@ -2,7 +2,7 @@
 """One machine's bench table: every goal of the cost tables, measured in one run.
 
 Reads what benches/run.sh left in a run directory (criterion's estimates, the logs of
-the `scale` and `export_memory` benches), prints a Markdown table headed by the
+the `scale`, `export_memory` and `stop` benches), prints a Markdown table headed by the
 machine's CPU, and writes it (and the raw figures as JSON) where asked.
 
 usage: report.py RUN_DIR [--commit C] [--md FILE] [--json FILE]
@@ -262,6 +262,22 @@ def main():
         add("")
         add("```")
         add(mem)
+        add("```")
+
+    # profiler-cuda's `stop` bench: three runs a size; the last of each, warm.
+    stops = {}
+    for line in read(os.path.join(args.run_dir, "stop.log")).splitlines():
+        if "launches: stop" in line:
+            stops[line.split()[0]] = line.strip()
+    if stops:
+        add("")
+        add("A GPU session's stop, CPU side (profiler-cuda's `stop` bench: the launches' "
+            "calls read back, made into records, put on the XSpace beside a kernel each; "
+            "CUPTI's flush and buffers left out):")
+        add("")
+        add("```")
+        for line in stops.values():
+            add(line)
         add("```")
 
     text = "\n".join(lines) + "\n"

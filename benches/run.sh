@@ -75,6 +75,9 @@ run() {
     echo "== export_memory" >&2
     "$dir/export_memory" --bench > "$work/export_memory.log" 2>&1 ||
         { tail -20 "$work/export_memory.log" >&2; exit 1; }
+    echo "== stop (a GPU session's CPU side)" >&2
+    "$dir/stop" --bench --launches 10000,100000 > "$work/stop.log" 2>&1 ||
+        { tail -20 "$work/stop.log" >&2; exit 1; }
     local py=${PYTHON:-python3}
     "$py" "$dir/report.py" "$work" --commit "$(cat "$dir/COMMIT" 2>/dev/null || echo unknown)" \
         --md "$out/bench-$(hostname).md" --json "$out/bench-$(hostname).json"

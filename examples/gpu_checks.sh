@@ -26,8 +26,8 @@
 #     its memory beside the driver's;
 #  6. cuda_matmul --overhead 10000,100000 --rounds 21: untraced, prof, and CUPTI's own
 #     floor (kernel activity alone; with launch callbacks) in alternated rounds;
-#  7. the benches of the launch callback, the scope hook and the tracking allocator on
-#     this machine's host CPU.
+#  7. the benches of the launch callback, the scope hook, the tracking allocator and
+#     stop's CPU side (10k and 100k launches) on this machine's host CPU.
 # The CUDA libraries are looked for under $CUDA_LIB (default
 # /usr/local/cuda/targets/x86_64-linux/lib).
 set -uo pipefail
@@ -46,7 +46,7 @@ build() {
     (cd "$root" && cargo build --release --features cuda --example cuda_matmul) || exit 1
     cp "$root/target/release/examples/cuda_matmul" "$stage/"
     cp "$("$here/build_candle_cuda.sh" | tail -1)" "$stage/" || exit 1
-    (cd "$root" && cargo bench --no-run -p profiler-cuda --bench callback \
+    (cd "$root" && cargo bench --no-run -p profiler-cuda --bench callback --bench stop \
         -p profiler-core --bench objects --message-format=json-render-diagnostics) |
         python3 -c '
 import json, shutil, sys, os
@@ -113,11 +113,12 @@ run() {
         step "6. overhead: prof beside CUPTI's floor"
         "$bin/cuda_matmul" --logdir "$work/overhead" --steps 2 \
             --overhead 10000,100000 --rounds 21
-        step "7. benches: the launch callback, the scope hook, the tracking allocator"
+        step "7. benches: the launch callback, the scope hook, the tracking allocator, stop's CPU side"
         (cd "$work" && "$bin/bench-callback" --bench --warm-up-time 1 --measurement-time 3 \
             --noplot 2>&1 | grep -E 'time:|interleaved|^\| |^gpu_tracer')
         (cd "$work" && "$bin/bench-objects" --bench alloc --warm-up-time 1 --measurement-time 3 \
             --noplot 2>&1 | grep -E 'time:|interleaved|alloc')
+        "$bin/bench-stop" --bench --launches 10000,100000
         step "done"
     } 2>&1 | tee "$out/gpu-checks.log"
     tar czf "$out/profiles.tar.gz" -C "$work" --exclude=bin .
