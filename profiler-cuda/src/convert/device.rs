@@ -8,7 +8,7 @@ use super::maps::HashMap;
 
 use profiler_core::schema;
 use profiler_core::xspace::{
-    merge_into_line, ps, PlaneBuilder, Stats, XEvent, XPlane, XSpace, XStatValue,
+    merge_into_line, ps, PlaneBuilder, Stats, XEvent, XPlane, XSpace, XStat, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace, Placement};
@@ -224,6 +224,9 @@ struct DevicePlane {
     counters: Vec<XEvent>,
     /// The counters' names, for their display names.
     counter_names: std::collections::BTreeSet<String>,
+    /// The metadata ids of the four stats every event carries (correlation, device,
+    /// context, stream), interned at the first event rather than looked up at each.
+    common: Option<[i64; 4]>,
 }
 
 impl DevicePlane {
@@ -236,6 +239,7 @@ impl DevicePlane {
             streams: BTreeMap::new(),
             counters: Vec::new(),
             counter_names: std::collections::BTreeSet::new(),
+            common: None,
         }
     }
 
@@ -281,23 +285,26 @@ impl DevicePlane {
         nvtx_range: Option<&String>,
     ) {
         let p = &mut self.plane;
+        let common = *self.common.get_or_insert_with(|| {
+            [
+                CORRELATION_ID,
+                stats::DEVICE_ID,
+                stats::CONTEXT_ID,
+                stats::STREAM,
+            ]
+            .map(|name| p.stat_metadata_id(name))
+        });
         // Room for every stat a kernel can carry, so the list is allocated once.
         let mut stats = Stats::with_capacity(12);
-        stats.extend([
-            p.stat(
-                CORRELATION_ID,
-                XStatValue::Uint64(u64::from(at.correlation_id)),
-            ),
-            p.stat(
-                stats::DEVICE_ID,
-                XStatValue::Uint64(u64::from(at.device_id)),
-            ),
-            p.stat(
-                stats::CONTEXT_ID,
-                XStatValue::Uint64(u64::from(at.context_id)),
-            ),
-            p.stat(stats::STREAM, XStatValue::Uint64(u64::from(at.stream_id))),
-        ]);
+        stats.extend(
+            common
+                .into_iter()
+                .zip([at.correlation_id, at.device_id, at.context_id, at.stream_id])
+                .map(|(metadata_id, v)| XStat {
+                    metadata_id,
+                    value: Some(XStatValue::Uint64(u64::from(v))),
+                }),
+        );
         let kind = details.kind();
         match details {
             Details::Kernel(s) => stats.push(p.stat(stats::KERNEL_DETAILS, XStatValue::Str(s))),
