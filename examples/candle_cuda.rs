@@ -45,7 +45,7 @@ use std::error::Error;
 use candle_core::{DType, Device, Module, Tensor, Var, D};
 use candle_nn::{AdamW, Init, Optimizer as _, ParamsAdamW, VarBuilder, VarMap};
 use prof::candle::{ModuleExt as _, Traced};
-use prof::xspace::{XPlane, XSpace, XStatValue};
+use prof::xspace::{XPlane, XSpace};
 use prof::{trace, ProfileOptions};
 use tracing::{span, Level, Span};
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -639,11 +639,7 @@ impl std::fmt::Display for KernelSummary {
 
 /// A string stat of an event, inline or interned.
 fn text_stat(plane: &XPlane, stats: &[prof::xspace::XStat], name: &str) -> Option<String> {
-    match plane.find_stat(stats, name)? {
-        XStatValue::Str(s) => Some(s.clone()),
-        XStatValue::Ref(id) => plane.stat_name(*id as i64).map(str::to_owned),
-        _ => None,
-    }
+    plane.find_text(stats, name).map(str::to_owned)
 }
 
 /// The model on the CPU (its gradients), and the summary's reading of a GPU plane made

@@ -412,10 +412,7 @@ fn correlated_events(plane: &XPlane) -> Vec<Correlated> {
                     XStatValue::Int64(v) => *v as u64,
                     _ => return None,
                 };
-                let text = |name| match plane.find_stat(&e.stats, name) {
-                    Some(XStatValue::Str(s)) => Some(s.clone()),
-                    _ => None,
-                };
+                let text = |name| plane.find_text(&e.stats, name).map(str::to_owned);
                 let (annotation, tf_op) = (text("annotation"), text("tf_op"));
                 Some(Correlated {
                     name: plane.event_name(e.metadata_id)?.to_owned(),

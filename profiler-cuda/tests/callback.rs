@@ -144,9 +144,13 @@ fn a_launch_carries_the_annotation_open_on_its_thread() {
     let space = session::stop().expect("stop").into_xspace();
 
     let gpu = space.plane("/device:GPU:0").expect("a GPU plane");
-    let op = |kernel| match stat(gpu, convert::TF_OP, kernel) {
-        Some(XStatValue::Str(s)) => Some(s.as_str()),
-        _ => None,
+    let op = |kernel| {
+        let event = gpu
+            .lines
+            .iter()
+            .flat_map(|l| &l.events)
+            .find(|e| gpu.event_name(e.metadata_id) == Some(kernel))?;
+        gpu.find_text(&event.stats, convert::TF_OP)
     };
     assert_eq!(op("kernel_1"), Some("forward/attn:attn"));
     assert_eq!(op("kernel_2"), Some("forward/mlp:mlp"));

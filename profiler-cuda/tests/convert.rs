@@ -13,6 +13,11 @@ fn stat<'a>(plane: &'a XPlane, e: &'a XEvent, name: &str) -> Option<&'a XStatVal
     plane.find_stat(&e.stats, name)
 }
 
+/// A string stat's text, inline or a reference (as the device plane's are).
+fn text<'a>(plane: &'a XPlane, e: &'a XEvent, name: &str) -> Option<&'a str> {
+    plane.find_text(&e.stats, name)
+}
+
 fn events<'a>(plane: &'a XPlane, name: &str) -> Vec<(i64, &'a XEvent)> {
     plane
         .lines
@@ -90,26 +95,19 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
     assert_eq!(kernels.len() + events(gpu, "softmax_kernel").len(), 3);
     let (_, k) = kernels[0];
     assert_eq!(
-        stat(gpu, k, "kernel_details"),
-        Some(&XStatValue::Str(
+        text(gpu, k, "kernel_details"),
+        Some(
             // On the synthetic device (an H100's SM), 64 registers × 8 warps hold
             // 4 blocks: 32 of 64 warp slots.
             "regs:64 static_shared:1024 dynamic_shared:8192 grid:80,4,1 block:128,2,1 occ_pct:50.0"
-                .into()
-        ))
+        )
     );
     assert_eq!(stat(gpu, k, "correlation_id"), Some(&XStatValue::Uint64(1)));
     assert_eq!(stat(gpu, k, "stream"), Some(&XStatValue::Uint64(7)));
     assert_eq!(stat(gpu, k, "device_id"), Some(&XStatValue::Uint64(0)));
     assert_eq!(stat(gpu, k, "context_id"), Some(&XStatValue::Uint64(1)));
-    assert_eq!(
-        stat(gpu, k, ANNOTATION),
-        Some(&XStatValue::Str("attn".into()))
-    );
-    assert_eq!(
-        stat(gpu, k, TF_OP),
-        Some(&XStatValue::Str("attn:attn".into()))
-    );
+    assert_eq!(text(gpu, k, ANNOTATION), Some("attn"));
+    assert_eq!(text(gpu, k, TF_OP), Some("attn:attn"));
     assert_eq!(stat(gpu, k, HOST_STEP_NUM), Some(&XStatValue::Int64(0)));
     let (_, k3) = events(gpu, "gemm_kernel")[1];
     assert_eq!(stat(gpu, k3, HOST_STEP_NUM), Some(&XStatValue::Int64(2)));
@@ -117,10 +115,8 @@ fn kernels_copies_and_launches_land_on_device_and_host_lines() {
     let copies = events(gpu, "MemcpyHToD");
     assert_eq!(copies.len(), 3);
     assert_eq!(
-        stat(gpu, copies[0].1, "memcpy_details"),
-        Some(&XStatValue::Str(
-            "kind_src:pinned kind_dst:device size:4194304".into()
-        ))
+        text(gpu, copies[0].1, "memcpy_details"),
+        Some("kind_src:pinned kind_dst:device size:4194304")
     );
     assert_eq!(
         events(gpu, "Memset").len(),
@@ -255,11 +251,7 @@ fn annotations_past_gpu_max_annotation_strings_are_left_off_and_counted() {
         let gpu = space.plane("/device:GPU:0").expect("gpu plane").clone();
         let mut names: Vec<String> = events(&gpu, "k")
             .into_iter()
-            .map(|(_, e)| match stat(&gpu, e, ANNOTATION) {
-                Some(XStatValue::Str(s)) => s.clone(),
-                None => "-".into(),
-                Some(other) => panic!("{other:?}"),
-            })
+            .map(|(_, e)| text(&gpu, e, ANNOTATION).unwrap_or("-").to_owned())
             .collect();
         names.sort();
         (names, space.warnings)
@@ -414,11 +406,7 @@ fn nested_space(steps: u32) -> (XSpace, u32, Vec<synthetic::Launch>) {
 fn tf_ops(gpu: &XPlane, name: &str) -> Vec<Option<String>> {
     events(gpu, name)
         .into_iter()
-        .map(|(_, e)| match stat(gpu, e, TF_OP) {
-            Some(XStatValue::Str(s)) => Some(s.clone()),
-            None => None,
-            Some(other) => panic!("{other:?}"),
-        })
+        .map(|(_, e)| text(gpu, e, TF_OP).map(str::to_owned))
         .collect()
 }
 
@@ -439,10 +427,7 @@ fn device_work_carries_the_annotation_stack_inside_the_step_as_tf_op() {
     assert_eq!(copies.len(), 6);
     assert!(copies.contains(&Some("block/mlp:mlp".into())));
     let (_, k) = events(gpu, "dec_k")[1];
-    assert_eq!(
-        stat(gpu, k, ANNOTATION),
-        Some(&XStatValue::Str("attn".into()))
-    );
+    assert_eq!(text(gpu, k, ANNOTATION), Some("attn"));
     assert_eq!(stat(gpu, k, HOST_STEP_NUM), Some(&XStatValue::Int64(1)));
     assert!(space.warnings.is_empty(), "{:?}", space.warnings);
 }
@@ -622,14 +607,8 @@ fn nvtx_ranges_land_on_a_thread_line_and_name_the_kernels_launched_inside() {
     let span = |e: &XEvent| (e.offset_ps(), e.offset_ps() + e.duration_ps);
     let (o, i, m) = (span(outer[0]), span(inner[0]), span(marks[0]));
     assert!(o.0 < i.0 && i.1 < o.1 && i.0 < m.0 && m.1 < i.1);
-    assert_eq!(
-        stat(host, outer[0], schema::DOMAIN),
-        Some(&XStatValue::Str("cuBLAS".into()))
-    );
-    assert_eq!(
-        stat(host, inner[0], schema::DOMAIN),
-        Some(&XStatValue::Str("cuBLASLt".into()))
-    );
+    assert_eq!(text(host, outer[0], schema::DOMAIN), Some("cuBLAS"));
+    assert_eq!(text(host, inner[0], schema::DOMAIN), Some("cuBLASLt"));
     assert_eq!(stat(host, marks[0], schema::DOMAIN), None);
     // The launch sits inside both ranges on the timeline.
     let launch = events(host, "cuLaunchKernel")[0].0 - nvtx.timestamp_ns * 1000;
@@ -637,15 +616,9 @@ fn nvtx_ranges_land_on_a_thread_line_and_name_the_kernels_launched_inside() {
 
     let gpu = space.plane("/device:GPU:0").expect("GPU plane");
     for (_, k) in events(gpu, "gemm_kernel") {
-        assert_eq!(
-            stat(gpu, k, NVTX_RANGE),
-            Some(&XStatValue::Str("cublasLtMatmul".into()))
-        );
+        assert_eq!(text(gpu, k, NVTX_RANGE), Some("cublasLtMatmul"));
         // prof's own annotations still make the op: NVTX ranges are not in tf_op.
-        assert_eq!(
-            stat(gpu, k, TF_OP),
-            Some(&XStatValue::Str("attn:attn".into()))
-        );
+        assert_eq!(text(gpu, k, TF_OP), Some("attn:attn"));
     }
     // The copy is called 45 µs after the launch, outside every range.
     for (_, c) in events(gpu, "MemcpyHToD") {
@@ -891,10 +864,7 @@ fn graph_kernels_carry_the_layer_of_their_capture_and_the_step_of_their_replay()
             stat(gpu, k, HOST_STEP_NUM),
             Some(&XStatValue::Int64(i as i64))
         );
-        assert_eq!(
-            stat(gpu, k, ANNOTATION),
-            Some(&XStatValue::Str("mlp".into()))
-        );
+        assert_eq!(text(gpu, k, ANNOTATION), Some("mlp"));
         assert_eq!(stat(gpu, k, "cuda_graph_id"), Some(&XStatValue::Uint64(1)));
         assert_eq!(
             stat(gpu, k, "cuda_graph_node_id"),
@@ -949,10 +919,7 @@ fn whole_graph_launches_are_one_event_each_named_after_the_graph() {
         stat(gpu, e, "correlation_id"),
         Some(&XStatValue::Uint64(701))
     );
-    assert_eq!(
-        stat(gpu, e, TF_OP),
-        Some(&XStatValue::Str("replay:replay".into()))
-    );
+    assert_eq!(text(gpu, e, TF_OP), Some("replay:replay"));
     assert!(gpu.lines.iter().any(|l| l.name == "Stream #9(Graph)"));
 }
 
@@ -1215,4 +1182,35 @@ fn a_graph_nodes_kind_is_what_its_work_ran_as() {
         mapping.contains("graph 1 node 100: made, kernel,"),
         "{mapping}"
     );
+}
+
+#[test]
+fn device_text_stats_are_references_stored_once_a_plane() {
+    let (mut space, line, windows) = host_space();
+    // The same kernel, shape and stack in every step.
+    let trace = synthetic::launches(line, &windows, &["gemm_kernel"]);
+    add_to_space(&trace, &mut space, &Some);
+    let gpu = space.plane("/device:GPU:0").expect("GPU plane");
+    let kernels = events(gpu, "gemm_kernel");
+    assert_eq!(kernels.len(), 3);
+    for name in [TF_OP, ANNOTATION, "kernel_details"] {
+        let refs: Vec<u64> = kernels
+            .iter()
+            .map(|(_, e)| match stat(gpu, e, name) {
+                Some(XStatValue::Ref(id)) => *id,
+                other => panic!("{name}: {other:?}"),
+            })
+            .collect();
+        // One interned string, shared by the three kernels.
+        assert!(refs.iter().all(|&id| id == refs[0]), "{name}: {refs:?}");
+    }
+    assert_eq!(text(gpu, kernels[0].1, TF_OP), Some("attn:attn"));
+    let stored = |text: &str| {
+        gpu.stat_metadata
+            .values()
+            .filter(|m| m.name == text)
+            .count()
+    };
+    assert_eq!(stored("attn:attn"), 1);
+    assert_eq!(stored("attn"), 1);
 }

@@ -226,6 +226,18 @@ impl XPlane {
             .find(|s| s.metadata_id == id)
             .and_then(|s| s.value.as_ref())
     }
+
+    /// The text of the string stat named `name` among `stats`, whether held inline
+    /// ([`XStatValue::Str`]) or as a reference to a string interned in this plane's stat
+    /// metadata ([`XStatValue::Ref`], as TSL writes `tf_op` and `kernel_details`): what
+    /// XProf reads with `StrOrRefValue`.
+    pub fn find_text<'a>(&'a self, stats: &'a [XStat], name: &str) -> Option<&'a str> {
+        match self.find_stat(stats, name)? {
+            XStatValue::Str(s) => Some(s),
+            XStatValue::Ref(id) => self.stat_name(i64::try_from(*id).ok()?),
+            _ => None,
+        }
+    }
 }
 
 impl XEvent {

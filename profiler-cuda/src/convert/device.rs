@@ -229,6 +229,17 @@ struct DevicePlane {
     common: Option<[i64; 4]>,
 }
 
+/// A text stat as a reference to the string interned in the plane's stat metadata, as
+/// TSL writes `kernel_details` and `tf_op` for JAX and TensorFlow: the few distinct
+/// strings (a program's kernel shapes, its annotation stacks) are stored once, not once
+/// an event, and an event takes no allocation for them. XProf reads either form.
+fn text(p: &mut PlaneBuilder, name: &str, value: &str) -> XStat {
+    XStat {
+        metadata_id: p.stat_metadata_id(name),
+        value: Some(XStatValue::Ref(p.stat_metadata_id(value) as u64)),
+    }
+}
+
 impl DevicePlane {
     fn new(ordinal: u32) -> DevicePlane {
         DevicePlane {
@@ -307,9 +318,9 @@ impl DevicePlane {
         );
         let kind = details.kind();
         match details {
-            Details::Kernel(s) => stats.push(p.stat(stats::KERNEL_DETAILS, XStatValue::Str(s))),
-            Details::Memcpy(s) => stats.push(p.stat(stats::MEMCPY_DETAILS, XStatValue::Str(s))),
-            Details::Memset(s) => stats.push(p.stat(stats::MEMSET_DETAILS, XStatValue::Str(s))),
+            Details::Kernel(s) => stats.push(text(p, stats::KERNEL_DETAILS, &s)),
+            Details::Memcpy(s) => stats.push(text(p, stats::MEMCPY_DETAILS, &s)),
+            Details::Memset(s) => stats.push(text(p, stats::MEMSET_DETAILS, &s)),
             Details::Graph(exec) => {
                 stats.extend(
                     exec.map(|e| p.stat(CUDA_GRAPH_EXEC_ID, XStatValue::Uint64(u64::from(e)))),
@@ -324,15 +335,15 @@ impl DevicePlane {
         }
         if let Some(launched) = launched_in {
             if let Some(tf_op) = &launched.tf_op {
-                stats.push(p.stat(TF_OP, XStatValue::Str(tf_op.to_string())));
+                stats.push(text(p, TF_OP, tf_op));
             }
-            stats.push(p.stat(ANNOTATION, XStatValue::Str(launched.annotation.to_string())));
+            stats.push(text(p, ANNOTATION, &launched.annotation));
             if let Some(step) = launched.step {
                 stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(step)));
             }
         }
         if let Some(range) = nvtx_range {
-            stats.push(p.stat(NVTX_RANGE, XStatValue::Str(range.clone())));
+            stats.push(text(p, NVTX_RANGE, range));
         }
         let event = XEvent::new(
             p.event_metadata_id(name),
