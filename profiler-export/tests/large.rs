@@ -173,8 +173,8 @@ fn a_file_over_2_gib_converts() {
 }
 
 /// One line of events holding 2.1 GiB (2,100 events of 1 MiB stats), read into
-/// memory as conversion reads lines: 2.2 GB resident, so not run by default.
-/// `cargo test -p profiler-export --test large -- --ignored`
+/// memory as conversion reads lines: 2.2 GB resident, so not run by default; `.ci/run`
+/// runs it (`cargo test -p profiler-export --test large -- --ignored`).
 #[test]
 #[ignore = "holds a 2.2 GB line in memory (about 20 s)"]
 fn a_line_over_2_gib_converts() {
