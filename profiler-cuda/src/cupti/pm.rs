@@ -204,18 +204,7 @@ fn split_metrics(
             continue;
         };
         let host = host_object(chip, availability)?;
-        let mut ptrs = [c.as_ptr()];
-        let mut add = params!(
-            cupti::CUpti_Profiler_Host_ConfigAddMetrics_Params,
-            numMetrics
-        );
-        add.pHostObject = host;
-        add.ppMetricNames = ptrs.as_mut_ptr();
-        add.numMetrics = 1;
-        // SAFETY: a live host object and one valid C string.
-        let ok = unsafe { cupti::cuptiProfilerHostConfigAddMetrics(&mut add) }
-            .result()
-            .is_ok();
+        let ok = add_metrics(host, &mut [c.as_ptr()]).is_ok();
         drop_host(host);
         if ok {
             accepted.push((index, c));
@@ -224,6 +213,24 @@ fn split_metrics(
         }
     }
     Ok((accepted, refused))
+}
+
+/// Adds `names` (valid C strings) to the configuration of `host`, a live host object.
+fn add_metrics(
+    host: *mut cupti::CUpti_Profiler_Host_Object,
+    names: &mut [*const c_char],
+) -> Result<(), String> {
+    let mut add = params!(
+        cupti::CUpti_Profiler_Host_ConfigAddMetrics_Params,
+        numMetrics
+    );
+    add.pHostObject = host;
+    add.ppMetricNames = names.as_mut_ptr();
+    add.numMetrics = names.len();
+    // SAFETY: a live host object and valid C strings, as the caller promises.
+    check("cuptiProfilerHostConfigAddMetrics", unsafe {
+        cupti::cuptiProfilerHostConfigAddMetrics(&mut add)
+    })
 }
 
 fn host_object(
@@ -337,17 +344,7 @@ fn configure(
     settings: &PmSettings,
     ordinal: u32,
 ) -> Result<Option<Configured>, String> {
-    let mut add = params!(
-        cupti::CUpti_Profiler_Host_ConfigAddMetrics_Params,
-        numMetrics
-    );
-    add.pHostObject = host;
-    add.ppMetricNames = names.as_mut_ptr();
-    add.numMetrics = names.len();
-    // SAFETY: a live host object and valid C strings.
-    check("cuptiProfilerHostConfigAddMetrics", unsafe {
-        cupti::cuptiProfilerHostConfigAddMetrics(&mut add)
-    })?;
+    add_metrics(host, names)?;
     let mut size = params!(
         cupti::CUpti_Profiler_Host_GetConfigImageSize_Params,
         configImageSize
@@ -390,12 +387,27 @@ fn configure(
         cupti::cuptiPmSamplingEnable(&mut enable)
     })?;
     let object = enable.pPmSamplingObject;
-    let disable = || {
-        let mut p = params!(cupti::CUpti_PmSampling_Disable_Params, pPmSamplingObject);
-        p.pPmSamplingObject = object;
-        // SAFETY: the object just enabled, disabled once.
-        let _ = unsafe { cupti::cuptiPmSamplingDisable(&mut p) };
-    };
+    match start_sampling(object, &config, names, settings) {
+        Ok(counter_data) => Ok(Some(Configured {
+            object,
+            config,
+            counter_data,
+        })),
+        Err(e) => {
+            disable(object);
+            Err(e)
+        }
+    }
+}
+
+/// Configures and starts the enabled sampling `object` with `config`; returns its
+/// initialized counter-data image.
+fn start_sampling(
+    object: *mut cupti::CUpti_PmSampling_Object,
+    config: &[u8],
+    names: &mut [*const c_char],
+    settings: &PmSettings,
+) -> Result<Vec<u8>, String> {
     let mut set = params!(cupti::CUpti_PmSampling_SetConfig_Params, triggerMode);
     set.pPmSamplingObject = object;
     set.configSize = config.len();
@@ -404,13 +416,11 @@ fn configure(
     set.samplingInterval = settings.interval_us.saturating_mul(1000);
     set.triggerMode =
         cupti::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-    // SAFETY: a live sampling object and the image above.
-    if let Err(e) = check("cuptiPmSamplingSetConfig", unsafe {
+    // SAFETY: a live sampling object and the image, which the caller keeps alive while
+    // sampling runs.
+    check("cuptiPmSamplingSetConfig", unsafe {
         cupti::cuptiPmSamplingSetConfig(&mut set)
-    }) {
-        disable();
-        return Err(e);
-    }
+    })?;
     let mut data_size = params!(
         cupti::CUpti_PmSampling_GetCounterDataSize_Params,
         counterDataSize
@@ -420,31 +430,26 @@ fn configure(
     data_size.numMetrics = names.len();
     data_size.maxSamples = MAX_SAMPLES;
     // SAFETY: as above.
-    if let Err(e) = check("cuptiPmSamplingGetCounterDataSize", unsafe {
+    check("cuptiPmSamplingGetCounterDataSize", unsafe {
         cupti::cuptiPmSamplingGetCounterDataSize(&mut data_size)
-    }) {
-        disable();
-        return Err(e);
-    }
+    })?;
     let mut counter_data = vec![0u8; data_size.counterDataSize];
-    if let Err(e) = init_counter_data(object, &mut counter_data) {
-        disable();
-        return Err(e);
-    }
+    init_counter_data(object, &mut counter_data)?;
     let mut start = params!(cupti::CUpti_PmSampling_Start_Params, pPmSamplingObject);
     start.pPmSamplingObject = object;
     // SAFETY: a configured sampling object.
-    if let Err(e) = check("cuptiPmSamplingStart", unsafe {
+    check("cuptiPmSamplingStart", unsafe {
         cupti::cuptiPmSamplingStart(&mut start)
-    }) {
-        disable();
-        return Err(e);
-    }
-    Ok(Some(Configured {
-        object,
-        config,
-        counter_data,
-    }))
+    })?;
+    Ok(counter_data)
+}
+
+/// Disables the sampling `object` (made by `cuptiPmSamplingEnable`), once.
+fn disable(object: *mut cupti::CUpti_PmSampling_Object) {
+    let mut p = params!(cupti::CUpti_PmSampling_Disable_Params, pPmSamplingObject);
+    p.pPmSamplingObject = object;
+    // SAFETY: an enabled sampling object, disabled once (the caller's promise).
+    let _ = unsafe { cupti::cuptiPmSamplingDisable(&mut p) };
 }
 
 /// Asks CUPTI whether PM sampling can run on the GPU `ordinal`, and names what stops it
@@ -663,10 +668,7 @@ impl PmSampler {
                     seen.first_error.as_deref().map(|e| format!(", {e}")).unwrap_or_default(),
                 ));
             }
-            let mut p = params!(cupti::CUpti_PmSampling_Disable_Params, pPmSamplingObject);
-            p.pPmSamplingObject = device.object;
-            // SAFETY: as above, disabled once.
-            let _ = unsafe { cupti::cuptiPmSamplingDisable(&mut p) };
+            disable(device.object);
             drop_host(device.host);
         }
         devices.clear();
