@@ -20,9 +20,11 @@ use cudarc::cupti::sys as cupti;
 use profiler_core::tracer::{self, keep_scope_stack, SessionClock, Tracer};
 use profiler_core::xspace::XSpace;
 use profiler_core::{session, trace, ProfileOptions};
-use profiler_cuda::activity::{Activity, DeviceTrace, Placement};
-use profiler_cuda::calls;
-use profiler_cuda::convert;
+use profiler_cuda::activity::DeviceTrace;
+use profiler_cuda::{calls, convert, synthetic};
+
+#[path = "../../profiler-core/benches/support/args.rs"]
+mod args;
 
 /// `cuLaunchKernel`'s callback id in the driver domain.
 const CU_LAUNCH_KERNEL: u32 = 307;
@@ -67,30 +69,9 @@ impl Tracer for Bench {
         // A kernel for each launch, running while its call returns (so the last ones
         // still end inside the session), as CUPTI's buffers would give them (their
         // parsing is CUPTI's side, left out).
-        let kernels: Vec<Activity> = activities
-            .iter()
-            .filter_map(|a| match a {
-                Activity::Api {
-                    start,
-                    end,
-                    correlation_id,
-                    ..
-                } => Some(Activity::Kernel {
-                    name: "volta_sgemm_128x64_nn".to_owned(),
-                    start: *start,
-                    end: *end,
-                    at: Placement {
-                        device_id: 0,
-                        context_id: 1,
-                        stream_id: 7,
-                        correlation_id: *correlation_id,
-                        ..Placement::default()
-                    },
-                    details: Default::default(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let kernels = synthetic::kernels_for_calls(&activities, |_, start, end| {
+            ("volta_sgemm_128x64_nn".to_owned(), start, end)
+        });
         activities.extend(kernels);
         let trace = DeviceTrace {
             activities,
@@ -182,19 +163,11 @@ fn run(launches: u64) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    // `cargo test --benches` runs this without --bench: only measure in bench mode.
-    if !args.iter().any(|a| a == "--bench") {
+    let args = args::args();
+    if !args::bench_mode(&args) {
         return;
     }
-    let sizes: Vec<u64> = args
-        .iter()
-        .position(|a| a == "--launches")
-        .and_then(|i| args.get(i + 1))
-        .map_or("10000,100000", String::as_str)
-        .split(',')
-        .map(|s| s.trim().replace('_', "").parse().unwrap())
-        .collect();
+    let sizes = args::sizes(&args, "--launches", "10000,100000");
     tracer::register(factory);
     for launches in sizes {
         // The first run of a size warms the allocator and the page cache.

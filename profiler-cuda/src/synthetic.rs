@@ -651,6 +651,43 @@ pub fn allocations(
         .collect()
 }
 
+/// A kernel for each API call among `activities`, as if each call launched one (the
+/// calls prof's callback recorded, fed synthetic callback data): on stream 7 of GPU 0,
+/// with the call's correlation id, named and placed by `kernel(correlation id, call
+/// start, call end)` → (name, start, end).
+pub fn kernels_for_calls(
+    activities: &[crate::activity::Activity],
+    kernel: impl Fn(u32, u64, u64) -> (String, u64, u64),
+) -> Vec<crate::activity::Activity> {
+    use crate::activity::{Activity, Placement};
+    activities
+        .iter()
+        .filter_map(|a| match *a {
+            Activity::Api {
+                start,
+                end,
+                correlation_id,
+                ..
+            } => {
+                let (name, start, end) = kernel(correlation_id, start, end);
+                Some(Activity::Kernel {
+                    name,
+                    start,
+                    end,
+                    at: Placement {
+                        context_id: 1,
+                        stream_id: 7,
+                        correlation_id,
+                        ..Placement::default()
+                    },
+                    details: Default::default(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// [`trace`] of one launch per window, with the kernels named in turn from
 /// `kernel_names` and every copy host to device.
 pub fn launches(

@@ -15,8 +15,8 @@ use profiler_core::schema;
 use profiler_core::tracer::{self, SessionClock, Tracer};
 use profiler_core::xspace::{XPlane, XSpace, XStatValue};
 use profiler_core::{session, trace, ProfileOptions};
-use profiler_cuda::activity::{Activity, DeviceTrace, Placement};
-use profiler_cuda::{calls, convert};
+use profiler_cuda::activity::DeviceTrace;
+use profiler_cuda::{calls, convert, synthetic};
 
 /// `cuLaunchKernel` in the driver domain.
 const CU_LAUNCH_KERNEL: u32 = 307;
@@ -80,27 +80,9 @@ impl Tracer for SyntheticDevice {
             },
             |ticks| session.ticks_to_clock_ns(ticks),
         );
-        let kernels: Vec<Activity> = activities
-            .iter()
-            .filter_map(|a| match a {
-                Activity::Api {
-                    start,
-                    correlation_id,
-                    ..
-                } => Some(Activity::Kernel {
-                    name: format!("kernel_{correlation_id}"),
-                    start: start + 8_000,
-                    end: start + 18_000,
-                    at: Placement {
-                        stream_id: 7,
-                        correlation_id: *correlation_id,
-                        ..Placement::default()
-                    },
-                    details: Default::default(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let kernels = synthetic::kernels_for_calls(&activities, |id, start, _| {
+            (format!("kernel_{id}"), start + 8_000, start + 18_000)
+        });
         activities.extend(kernels);
         let trace = DeviceTrace {
             activities,

@@ -20,6 +20,9 @@ use profiler_export::xplane;
 
 mod workload;
 
+#[path = "../../profiler-core/benches/support/args.rs"]
+mod args;
+
 /// Counts live bytes.
 struct Counting;
 
@@ -89,24 +92,11 @@ fn per_event(bytes: usize, events: u64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    // `cargo test --benches` runs this without --bench: only report in bench mode.
-    if !args.iter().any(|a| a == "--bench") {
+    let args = args::args();
+    if !args::bench_mode(&args) {
         return;
     }
-    let sizes: Vec<u64> = args
-        .iter()
-        .position(|a| a == "--events")
-        .and_then(|i| args.get(i + 1))
-        .map_or("1000000,10000000", String::as_str)
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .replace('_', "")
-                .parse()
-                .expect("--events: comma-separated counts")
-        })
-        .collect();
+    let sizes = args::sizes(&args, "--events", "1000000,10000000");
     let dir = tempfile::tempdir().unwrap();
     println!(
         "{:>11} {:>8} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8} {:>6}",

@@ -40,6 +40,9 @@ use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
 use profiler_core::{session, trace, ProfileOptions};
 use profiler_export::{fit, logdir, perfetto};
 
+#[path = "../../profiler-core/benches/support/args.rs"]
+mod args;
+
 const CHILD: &str = "PROF_STOP_SCALE_CHILD";
 const PHASES: &str = "PROF_STOP_SCALE_PHASES";
 const LOGDIR: &str = "PROF_STOP_SCALE_LOGDIR";
@@ -229,32 +232,17 @@ fn main() {
         );
         return;
     }
-    let args: Vec<String> = std::env::args().collect();
-    // `cargo test --benches` runs this without --bench: only measure in bench mode.
-    if !args.iter().any(|a| a == "--bench") {
+    let args = args::args();
+    if !args::bench_mode(&args) {
         return;
     }
-    let sizes: Vec<u64> = args
-        .iter()
-        .position(|a| a == "--events")
-        .and_then(|i| args.get(i + 1))
-        .map_or("10000000", String::as_str)
-        .split(',')
-        .map(|s| s.trim().replace('_', "").parse().unwrap())
-        .collect();
-    let phases = args.iter().any(|a| a == "--phases");
-    let ring = args
-        .iter()
-        .position(|a| a == "--ring")
-        .and_then(|i| args.get(i + 1));
-    let base = args
-        .iter()
-        .position(|a| a == "--dir")
-        .and_then(|i| args.get(i + 1))
-        .map_or_else(std::env::temp_dir, Into::into);
+    let sizes = args::sizes(&args, "--events", "10000000");
+    let phases = args::has(&args, "--phases");
+    let ring = args::value(&args, "--ring");
+    let base = args::value(&args, "--dir").map_or_else(std::env::temp_dir, Into::into);
     // --keep: the files stay (to open in XProf), their directory printed.
-    let keep = args.iter().any(|a| a == "--keep");
-    let swap = args.iter().any(|a| a == "--swap");
+    let keep = args::has(&args, "--keep");
+    let swap = args::has(&args, "--swap");
     for events in sizes {
         let dir = tempfile::tempdir_in(&base).unwrap();
         let mut child = Command::new(std::env::current_exe().unwrap());
