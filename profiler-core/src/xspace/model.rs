@@ -232,7 +232,13 @@ impl XPlane {
     /// metadata ([`XStatValue::Ref`], as TSL writes `tf_op` and `kernel_details`): what
     /// XProf reads with `StrOrRefValue`.
     pub fn find_text<'a>(&'a self, stats: &'a [XStat], name: &str) -> Option<&'a str> {
-        match self.find_stat(stats, name)? {
+        self.text_of(self.find_stat(stats, name)?)
+    }
+
+    /// The text of a string stat's `value` of this plane: held inline, or a reference
+    /// to a string interned in the stat metadata. `None` for other kinds of values.
+    pub fn text_of<'a>(&'a self, value: &'a XStatValue) -> Option<&'a str> {
+        match value {
             XStatValue::Str(s) => Some(s),
             XStatValue::Ref(id) => self.stat_name(i64::try_from(*id).ok()?),
             _ => None,

@@ -4,6 +4,7 @@
 use crate::layout::{api, external, kernel, kind, marker, memcpy, memory, memset};
 
 use super::cbid;
+
 /// Record sizes of the kernel struct versions CUPTI 12 and 13 deliver
 /// (`CUpti_ActivityKernel9` and `Kernel13`): the reader must take both alike.
 pub const KERNEL9_LEN: usize = 208;

@@ -21,7 +21,7 @@ use profiler_core::xspace::XPlane;
 use profiler_core::Profile;
 
 use super::steps::Steps;
-use super::values::{id, number, text};
+use super::values::{id, number};
 
 /// TSL's event names for one allocation and one deallocation.
 const ALLOCATION: &str = "MemoryAllocation";
@@ -101,14 +101,14 @@ fn allocations(host: &XPlane, points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>) 
                 allocation: name == ALLOCATION,
                 allocator: e
                     .stat(allocator)
-                    .and_then(|v| text(host, v))
+                    .and_then(|v| host.text_of(v))
                     .unwrap_or("(unnamed)"),
                 in_use: int(allocated).unwrap_or(0.0) + int(reserved).unwrap_or(0.0),
                 addr: e.stat(addr).and_then(id),
                 bytes: int(bytes).unwrap_or(0.0),
                 op: e
                     .stat(op)
-                    .and_then(|v| text(host, v))
+                    .and_then(|v| host.text_of(v))
                     .filter(|s| !s.is_empty()),
             });
         }

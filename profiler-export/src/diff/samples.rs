@@ -189,7 +189,7 @@ pub(super) fn of(profile: &Profile, whole: bool) -> Samples {
             ops.entry((OpKind::Kernel, e.name))
                 .or_insert_with(|| OpSeries::new(n))
                 .add(step, e);
-            if let Some(op) = e.event.stat(ids.tf_op).and_then(|v| values::text(plane, v)) {
+            if let Some(op) = e.event.stat(ids.tf_op).and_then(|v| plane.text_of(v)) {
                 ops.entry((OpKind::DeviceOp, op))
                     .or_insert_with(|| OpSeries::new(n))
                     .add(step, e);

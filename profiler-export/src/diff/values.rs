@@ -1,7 +1,7 @@
 //! Stat values as every producer writes them: numbers as int64, uint64 or double,
 //! strings in place or as references to an interned name.
 
-use profiler_core::xspace::{XPlane, XStatValue};
+use profiler_core::xspace::XStatValue;
 
 /// A numeric stat as a number (XProf reads these as int64; other producers write
 /// uint64 or double).
@@ -10,15 +10,6 @@ pub(super) fn number(v: &XStatValue) -> Option<f64> {
         XStatValue::Int64(v) => Some(*v as f64),
         XStatValue::Uint64(v) => Some(*v as f64),
         XStatValue::Double(v) => Some(*v),
-        _ => None,
-    }
-}
-
-/// A string stat, written in place or as a reference to an interned name.
-pub(super) fn text<'a>(plane: &'a XPlane, v: &'a XStatValue) -> Option<&'a str> {
-    match v {
-        XStatValue::Str(s) => Some(s),
-        XStatValue::Ref(id) => plane.stat_name(i64::try_from(*id).ok()?),
         _ => None,
     }
 }

@@ -124,11 +124,7 @@ fn events(profile: &Profile) -> Vec<Event<'_>> {
 /// A string stat, inline or interned.
 fn text<'a>(plane: &'a XPlane, stats: &'a [XStat], id: Option<i64>) -> Option<&'a str> {
     let id = id?;
-    match stats.iter().find(|s| s.metadata_id == id)?.value.as_ref()? {
-        XStatValue::Str(s) => Some(s),
-        XStatValue::Ref(r) => plane.stat_name(i64::try_from(*r).ok()?),
-        _ => None,
-    }
+    plane.text_of(stats.iter().find(|s| s.metadata_id == id)?.value.as_ref()?)
 }
 
 /// What the memory events of several profiles say: each allocator's peak, its peak

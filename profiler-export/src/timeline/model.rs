@@ -107,12 +107,7 @@ impl<'v> Arg<'v> {
             XStatValue::Double(v) => Arg::Double(*v),
             XStatValue::Str(s) => Arg::Str(s),
             XStatValue::Bytes(b) => Arg::Bytes(b),
-            XStatValue::Ref(id) => Arg::Str(
-                i64::try_from(*id)
-                    .ok()
-                    .and_then(|id| plane.stat_name(id))
-                    .unwrap_or(""),
-            ),
+            XStatValue::Ref(_) => Arg::Str(plane.text_of(value).unwrap_or("")),
         }
     }
 
