@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds examples/candle_cuda.rs (feature `candle-cuda`) for NVIDIA H100/H200 GPUs
+# Builds examples/candle_cuda/ (feature `candle-cuda`) for NVIDIA H100/H200 GPUs
 # (compute capability 9.0) and CUDA 13.0 drivers (580 and later), on a machine with no
 # CUDA toolkit and no GPU. Prints the binary's path; carry that one file to the GPU
 # machine and run it there (it loads libcuda, libcublas, libcurand and libcupti at run

@@ -39,19 +39,23 @@
 // is sound.
 #![allow(unsafe_code)]
 
-use std::collections::BTreeMap;
 use std::error::Error;
 
-use candle_core::{DType, Device, Module, Tensor, Var, D};
-use candle_nn::{AdamW, Init, Optimizer as _, ParamsAdamW, VarBuilder, VarMap};
-use prof::candle::{ModuleExt as _, Traced};
-use prof::xspace::{XPlane, XSpace};
+use candle_core::{Device, Module, Tensor};
+use candle_nn::{AdamW, Optimizer as _, ParamsAdamW, VarMap};
 use prof::{trace, ProfileOptions};
-use tracing::{span, Level, Span};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
+#[path = "../common/mod.rs"]
 mod common;
+mod memory;
+mod model;
+mod summary;
+
+use memory::DriverMemory;
+use model::Model;
+use summary::KernelSummary;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -145,105 +149,6 @@ fn main() -> Result<()> {
     }
     kernels.check(min_annotated)?;
     driver.compare(&profile)
-}
-
-/// The device memory the driver reports in use (`cuMemGetInfo`, every process and
-/// context on the device), before the session, at samples during it and after it.
-#[derive(Debug, Default)]
-struct DriverMemory {
-    before: Option<u64>,
-    highest: Option<u64>,
-    samples: usize,
-    after: Option<u64>,
-    /// Why the driver could not be asked, if it could not.
-    failed: Option<String>,
-}
-
-impl DriverMemory {
-    fn used(&mut self) -> Option<u64> {
-        match prof::cuda::driver::memory_info() {
-            Ok(info) => Some(info.used()),
-            Err(why) => {
-                self.failed.get_or_insert(why);
-                None
-            }
-        }
-    }
-
-    fn before() -> DriverMemory {
-        let mut d = DriverMemory::default();
-        d.before = d.used();
-        d
-    }
-
-    fn sample(&mut self) {
-        if let Some(used) = self.used() {
-            self.samples += 1;
-            self.highest = Some(self.highest.map_or(used, |h| h.max(used)));
-        }
-    }
-
-    fn after(&mut self) {
-        self.after = self.used();
-    }
-
-    /// Prints prof's GPU_0 peak beside the driver's figures; fails when the driver saw
-    /// the device's memory grow during the session and prof saw no allocation at all.
-    fn compare(&self, profile: &prof::Profile) -> Result<()> {
-        let mib = |b: u64| b as f64 / (1 << 20) as f64;
-        let summary =
-            prof::ProfileExport::summary(profile, &prof::summary::SummaryOptions::default());
-        // XProf's peak: what the pools held beyond their bytes in use, with them.
-        let held = summary
-            .memory()
-            .iter()
-            .find(|p| p.allocator == "GPU_0")
-            .map(|p| p.peak_bytes);
-        let seen = prof::memory::gpu(0);
-        match (seen, held) {
-            (Some(seen), Some(held)) => println!(
-                "candle_cuda: GPU_0 as prof saw it: peak {:.1} MiB allocated, {:.1} MiB with what \
-                 the pools held (XProf's peak); {:.1} MiB still allocated",
-                mib(seen.peak),
-                mib(held),
-                mib(seen.in_use)
-            ),
-            _ => println!("candle_cuda: prof saw no device memory allocated"),
-        }
-        let (Some(before), Some(highest)) = (self.before, self.highest) else {
-            println!(
-                "candle_cuda: the driver could not be asked: {}",
-                self.failed.as_deref().unwrap_or("no sample")
-            );
-            return Ok(());
-        };
-        let grew = highest.saturating_sub(before);
-        println!(
-            "candle_cuda: the driver (cuMemGetInfo, all of the device): {:.1} MiB used before the \
-             session, {:.1} MiB at the highest of {} samples after backward (+{:.1} MiB), {} after",
-            mib(before),
-            mib(highest),
-            self.samples,
-            mib(grew),
-            self.after
-                .map_or_else(|| "?".to_owned(), |a| format!("{:.1} MiB", mib(a))),
-        );
-        if let Some(held) = held {
-            println!(
-                "candle_cuda: prof's GPU_0 peak is {:.2}x the driver's growth at its samples",
-                held as f64 / grew.max(1) as f64
-            );
-        }
-        if grew > 0 && held.is_none() {
-            return Err(format!(
-                "the driver saw the device's memory grow by {:.1} MiB during the session, but the \
-                 profile holds no GPU_0 memory event",
-                mib(grew)
-            )
-            .into());
-        }
-        Ok(())
-    }
 }
 
 /// candle's CUDA device 0 and the GPU's name, or why there is none.
@@ -356,292 +261,6 @@ fn train_step(
     Ok(loss)
 }
 
-/// Layer norm from composed ops, so that it has a backward pass.
-struct LayerNorm {
-    weight: Tensor,
-    bias: Tensor,
-}
-
-impl LayerNorm {
-    fn new(dim: usize, vb: VarBuilder) -> candle_core::Result<Traced<LayerNorm>> {
-        Ok(LayerNorm {
-            weight: vb.get_with_hints(dim, "weight", Init::Const(1.0))?,
-            bias: vb.get_with_hints(dim, "bias", Init::Const(0.0))?,
-        }
-        .traced("layer-norm"))
-    }
-}
-
-impl Module for LayerNorm {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        candle_nn::ops::layer_norm_slow(xs, &self.weight, &self.bias, 1e-5)
-    }
-}
-
-fn linear(
-    d_in: usize,
-    d_out: usize,
-    vb: VarBuilder,
-) -> candle_core::Result<Traced<candle_nn::Linear>> {
-    Ok(candle_nn::linear(d_in, d_out, vb)?.traced("linear"))
-}
-
-/// Causal multi-head self-attention over a fixed sequence length.
-struct Attention {
-    qkv: Traced<candle_nn::Linear>,
-    out: Traced<candle_nn::Linear>,
-    /// `seq × seq`: 0 on and below the diagonal, a large negative number above.
-    mask: Tensor,
-    heads: usize,
-    /// candle-transformers' name for the softmax span.
-    softmax: Span,
-}
-
-impl Attention {
-    fn new(config: Config, vb: VarBuilder) -> candle_core::Result<Attention> {
-        let Config { dim, seq, .. } = config;
-        let mask: Vec<f32> = (0..seq)
-            .flat_map(|i| (0..seq).map(move |j| if j > i { -1e9 } else { 0.0 }))
-            .collect();
-        Ok(Attention {
-            qkv: linear(dim, 3 * dim, vb.pp("qkv"))?,
-            out: linear(dim, dim, vb.pp("out"))?,
-            mask: Tensor::from_vec(mask, (seq, seq), vb.device())?,
-            heads: config.heads,
-            softmax: span!(Level::TRACE, "attn-softmax"),
-        })
-    }
-}
-
-impl Module for Attention {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        let (b, t, dim) = xs.dims3()?;
-        let head_dim = dim / self.heads;
-        let heads = |x: Tensor| -> candle_core::Result<Tensor> {
-            x.reshape((b, t, self.heads, head_dim))?
-                .transpose(1, 2)?
-                .contiguous()
-        };
-        let qkv = self.qkv.forward(xs)?;
-        let q = heads(qkv.narrow(D::Minus1, 0, dim)?)?;
-        let k = heads(qkv.narrow(D::Minus1, dim, dim)?)?;
-        let v = heads(qkv.narrow(D::Minus1, 2 * dim, dim)?)?;
-        let scores = (q.matmul(&k.t()?)? / (head_dim as f64).sqrt())?;
-        let weights = {
-            let _enter = self.softmax.enter();
-            candle_nn::ops::softmax(&scores.broadcast_add(&self.mask)?, D::Minus1)?
-        };
-        let mixed = weights.matmul(&v)?.transpose(1, 2)?.reshape((b, t, dim))?;
-        self.out.forward(&mixed)
-    }
-}
-
-/// Two-layer GELU feed-forward.
-struct Mlp {
-    up: Traced<candle_nn::Linear>,
-    down: Traced<candle_nn::Linear>,
-}
-
-impl Module for Mlp {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        self.down.forward(&self.up.forward(xs)?.gelu()?)
-    }
-}
-
-/// A pre-norm transformer block.
-struct Block {
-    norm_1: Traced<LayerNorm>,
-    attn: Traced<Attention>,
-    norm_2: Traced<LayerNorm>,
-    mlp: Traced<Mlp>,
-}
-
-impl Block {
-    fn new(config: Config, vb: VarBuilder) -> candle_core::Result<Block> {
-        let dim = config.dim;
-        Ok(Block {
-            norm_1: LayerNorm::new(dim, vb.pp("norm_1"))?,
-            attn: Attention::new(config, vb.pp("attn"))?.traced("attn"),
-            norm_2: LayerNorm::new(dim, vb.pp("norm_2"))?,
-            mlp: Mlp {
-                up: linear(dim, 4 * dim, vb.pp("mlp.up"))?,
-                down: linear(4 * dim, dim, vb.pp("mlp.down"))?,
-            }
-            .traced("mlp"),
-        })
-    }
-}
-
-impl Module for Block {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        let xs = (xs + self.attn.forward(&self.norm_1.forward(xs)?)?)?;
-        &xs + self.mlp.forward(&self.norm_2.forward(&xs)?)?
-    }
-}
-
-/// Token ids `(batch, seq)` to logits `(batch, seq, vocab)`.
-struct Model {
-    embedding: Traced<candle_nn::Embedding>,
-    blocks: Vec<Traced<Block>>,
-    norm: Traced<LayerNorm>,
-    head: Traced<candle_nn::Linear>,
-}
-
-impl Model {
-    fn new(config: Config, vb: VarBuilder) -> candle_core::Result<Model> {
-        let blocks = (0..config.layers)
-            .map(|i| {
-                Ok(Block::new(config, vb.pp(format!("blocks.{i}")))?
-                    .traced("block")
-                    .layer(i))
-            })
-            .collect::<candle_core::Result<Vec<_>>>()?;
-        Ok(Model {
-            embedding: candle_nn::embedding(config.vocab, config.dim, vb.pp("embedding"))?
-                .traced("embedding"),
-            blocks,
-            norm: LayerNorm::new(config.dim, vb.pp("norm"))?,
-            head: candle_nn::linear_no_bias(config.dim, config.vocab, vb.pp("head"))?
-                .traced("lm_head"),
-        })
-    }
-
-    /// The model with its parameters in `varmap` on `device`, initialised on the CPU
-    /// (candle's random initialisation on a GPU would run cuRAND kernels outside any
-    /// step) and then moved.
-    fn on(device: &Device, varmap: &VarMap, config: Config) -> Result<Model> {
-        Model::new(
-            config,
-            VarBuilder::from_varmap(varmap, DType::F32, &Device::Cpu),
-        )?;
-        if !device.is_cpu() {
-            let mut vars = varmap.data().lock().unwrap_or_else(|e| e.into_inner());
-            for var in vars.values_mut() {
-                *var = Var::from_tensor(&var.to_device(device)?)?;
-            }
-        }
-        // The variables exist: the builder hands them out instead of initialising.
-        Ok(Model::new(
-            config,
-            VarBuilder::from_varmap(varmap, DType::F32, device),
-        )?)
-    }
-}
-
-impl Module for Model {
-    fn forward(&self, tokens: &Tensor) -> candle_core::Result<Tensor> {
-        let mut xs = self.embedding.forward(tokens)?;
-        for block in &self.blocks {
-            xs = block.forward(&xs)?;
-        }
-        self.head.forward(&self.norm.forward(&xs)?)
-    }
-}
-
-/// The kernels on the GPU planes of a profile, and how much of their time carries an op.
-#[derive(Debug, Default)]
-struct KernelSummary {
-    planes: usize,
-    /// Device lines (streams) holding at least one kernel.
-    lines: usize,
-    kernels: usize,
-    kernel_ps: i64,
-    /// Kernel time whose kernels carry a non-empty `tf_op`.
-    annotated_ps: i64,
-    /// Kernel count and time by op (the `tf_op` before its `:`; `-` for none).
-    by_op: BTreeMap<String, (usize, i64)>,
-}
-
-impl KernelSummary {
-    fn of(space: &XSpace) -> KernelSummary {
-        let mut summary = KernelSummary::default();
-        for plane in space
-            .planes
-            .iter()
-            .filter(|p| p.name.starts_with("/device:GPU:"))
-        {
-            summary.planes += 1;
-            for line in &plane.lines {
-                let mut on_line = 0;
-                for e in &line.events {
-                    if plane.find_stat(&e.stats, "kernel_details").is_none() {
-                        continue;
-                    }
-                    on_line += 1;
-                    summary.kernel_ps += e.duration_ps;
-                    let op = text_stat(plane, &e.stats, "tf_op").filter(|op| !op.is_empty());
-                    if op.is_some() {
-                        summary.annotated_ps += e.duration_ps;
-                    }
-                    let op = op.map_or("-".to_owned(), |op| {
-                        op.split(':').next().unwrap_or_default().to_owned()
-                    });
-                    let entry = summary.by_op.entry(op).or_default();
-                    entry.0 += 1;
-                    entry.1 += e.duration_ps;
-                }
-                summary.kernels += on_line;
-                summary.lines += usize::from(on_line > 0);
-            }
-        }
-        summary
-    }
-
-    /// Percentage of kernel time under an annotation (0 without kernels).
-    fn annotated_pct(&self) -> f64 {
-        if self.kernel_ps == 0 {
-            return 0.0;
-        }
-        100.0 * self.annotated_ps as f64 / self.kernel_ps as f64
-    }
-
-    /// Errors unless there are kernels and at least `min_pct` of their time carries an op.
-    fn check(&self, min_pct: f64) -> Result<()> {
-        if self.planes == 0 {
-            return Err("the profile has no /device:GPU plane".into());
-        }
-        if self.kernels == 0 {
-            return Err("the GPU planes hold no kernel".into());
-        }
-        if self.annotated_pct() < min_pct {
-            return Err(format!(
-                "{:.1}% of kernel time carries an op, below {min_pct}%: {self}",
-                self.annotated_pct()
-            )
-            .into());
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Display for KernelSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} kernels on {} device line(s) of {} GPU plane(s), {:.3} ms; \
-             {:.1}% of kernel time under an annotation",
-            self.kernels,
-            self.lines,
-            self.planes,
-            self.kernel_ps as f64 / 1e9,
-            self.annotated_pct()
-        )?;
-        let mut ops: Vec<(&String, &(usize, i64))> = self.by_op.iter().collect();
-        ops.sort_by_key(|(_, (_, ps))| std::cmp::Reverse(*ps));
-        for (i, (op, (count, ps))) in ops.iter().take(8).enumerate() {
-            let pct = 100.0 * *ps as f64 / self.kernel_ps.max(1) as f64;
-            let sep = if i == 0 { "; by op: " } else { ", " };
-            write!(f, "{sep}{op} {pct:.1}% ({count})")?;
-        }
-        Ok(())
-    }
-}
-
-/// A string stat of an event, inline or interned.
-fn text_stat(plane: &XPlane, stats: &[prof::xspace::XStat], name: &str) -> Option<String> {
-    plane.find_text(stats, name).map(str::to_owned)
-}
-
 /// The model on the CPU (its gradients), and the summary's reading of a GPU plane made
 /// of synthetic CUPTI records: the parts of this example that run without a GPU.
 #[cfg(test)]
@@ -650,6 +269,7 @@ mod tests {
 
     use super::*;
     use prof::schema;
+    use prof::xspace::XSpace;
 
     /// Sessions are process-wide, and `train_step` records into any that is running:
     /// one test at a time.
