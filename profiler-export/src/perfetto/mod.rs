@@ -40,6 +40,7 @@
 //! ```
 
 pub mod proto;
+mod wire;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -60,6 +61,7 @@ use proto::{
     Clock, ClockSnapshot, CounterDescriptor, Interned, InternedData, ProcessDescriptor,
     ThreadDescriptor, TracePacket, TracePacketDefaults, TrackDescriptor, TrackEventDefaults,
 };
+use wire::*;
 
 /// File extension of Perfetto traces.
 pub const EXTENSION: &str = "pftrace";
@@ -223,87 +225,6 @@ struct Writer<'a, W> {
     last_sequence: u32,
     /// Definitions interned since the last packet went out.
     new: InternedData,
-}
-
-// Field numbers of the hand-encoded messages (see `proto` for their documentation).
-/// `Trace.packet`: every packet is one, framed with its length.
-const TRACE_PACKET: u32 = 1;
-const PACKET_TIMESTAMP: u32 = 8;
-const PACKET_SEQUENCE_ID: u32 = 10;
-const PACKET_TRACK_EVENT: u32 = 11;
-const PACKET_INTERNED_DATA: u32 = 12;
-const PACKET_SEQUENCE_FLAGS: u32 = 13;
-const EVENT_CATEGORY_IIDS: u32 = 3;
-const EVENT_CATEGORIES: u32 = 22;
-const EVENT_NAME: u32 = 23;
-const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
-const EVENT_TYPE: u32 = 9;
-const EVENT_NAME_IID: u32 = 10;
-const EVENT_COUNTER_VALUE: u32 = 30;
-const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
-const EVENT_FLOW_IDS: u32 = 47;
-const EVENT_TERMINATING_FLOW_IDS: u32 = 48;
-const ANNOTATION_NAME_IID: u32 = 1;
-const ANNOTATION_NAME: u32 = 10;
-const ANNOTATION_UINT: u32 = 3;
-const ANNOTATION_INT: u32 = 4;
-const ANNOTATION_DOUBLE: u32 = 5;
-const ANNOTATION_STRING: u32 = 6;
-
-/// Appends `value` as a protobuf varint with one capacity check, not one per byte:
-/// prost's encoder, generic over `BufMut`, pushes byte by byte, and was the largest
-/// cost of the export (a sixth of it), at several varints per packet.
-#[inline(always)]
-fn varint(buf: &mut Vec<u8>, mut value: u64) {
-    if value < 0x80 {
-        buf.push(value as u8);
-        return;
-    }
-    let mut bytes = [0u8; 10];
-    let mut n = 0;
-    while value >= 0x80 {
-        bytes[n] = value as u8 | 0x80;
-        value >>= 7;
-        n += 1;
-    }
-    bytes[n] = value as u8;
-    buf.extend_from_slice(&bytes[..=n]);
-}
-
-#[inline(always)]
-fn key(buf: &mut Vec<u8>, field: u32, wire: WireType) {
-    varint(buf, u64::from(field << 3 | wire as u32));
-}
-
-#[inline(always)]
-fn put_varint(buf: &mut Vec<u8>, field: u32, value: u64) {
-    key(buf, field, WireType::Varint);
-    varint(buf, value);
-}
-
-#[inline(always)]
-fn put_fixed64(buf: &mut Vec<u8>, field: u32, value: u64) {
-    key(buf, field, WireType::SixtyFourBit);
-    buf.extend_from_slice(&value.to_le_bytes());
-}
-
-/// Bytes varint field `field` holding `value` takes.
-#[inline(always)]
-fn varint_field_len(field: u32, value: u64) -> usize {
-    prost::encoding::key_len(field) + prost::encoding::encoded_len_varint(value)
-}
-
-/// Bytes length-delimited field `field` of `len` bytes takes.
-#[inline(always)]
-fn bytes_field_len(field: u32, len: usize) -> usize {
-    prost::encoding::key_len(field) + prost::encoding::encoded_len_varint(len as u64) + len
-}
-
-#[inline(always)]
-fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    key(buf, field, WireType::LengthDelimited);
-    varint(buf, bytes.len() as u64);
-    buf.extend_from_slice(bytes);
 }
 
 /// The error for an event whose track has no sequence: the walk declares every
