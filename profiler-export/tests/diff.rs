@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use profiler_core::schema;
-use profiler_core::xspace::{sort_events, PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue};
+use profiler_core::xspace::{
+    sort_events, Interner, PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue,
+};
 use profiler_core::{ErrorKind, Profile};
 use profiler_export::diff::{
     self, DiffOptions, GateOptions, Method, OpKind, RenderOptions, SampleUnit, Side, Verdict,
@@ -410,55 +412,24 @@ fn memory_loop(seed: u64, mib: f64, counter: bool) -> XSpace {
     let mut space = l.space("memhost");
     if counter {
         let plane = &mut space.planes[0];
-        let value = next_stat_id(plane, schema::COUNTER_VALUE);
-        let name = next_event_id(plane, schema::HOST_BYTES_IN_USE);
+        let mut names = Interner::new(plane);
+        let name = names.event(plane, schema::HOST_BYTES_IN_USE);
+        let events = samples
+            .into_iter()
+            .map(|(at, v)| {
+                let value = names.stat(plane, schema::COUNTER_VALUE, XStatValue::Double(v));
+                XEvent::new(name, at * US, 0).with_stats(Stats::from([value]))
+            })
+            .collect();
         plane.lines.push(XLine {
             id: i64::from(schema::COUNTERS_LINE_ID),
             name: schema::COUNTERS_LINE.into(),
             timestamp_ns: 1000,
-            events: samples
-                .into_iter()
-                .map(|(at, v)| {
-                    XEvent::new(name, at * US, 0).with_stats(Stats::from([
-                        profiler_core::xspace::XStat {
-                            metadata_id: value,
-                            value: Some(XStatValue::Double(v)),
-                        },
-                    ]))
-                })
-                .collect(),
+            events,
             ..XLine::default()
         });
     }
     space
-}
-
-/// Interns a stat name into a built plane.
-fn next_stat_id(plane: &mut profiler_core::xspace::XPlane, name: &str) -> i64 {
-    let id = plane.stat_metadata.keys().max().copied().unwrap_or(0) + 1;
-    plane.stat_metadata.insert(
-        id,
-        profiler_core::xspace::XStatMetadata {
-            id,
-            name: name.into(),
-            description: String::new(),
-        },
-    );
-    id
-}
-
-/// Interns an event name into a built plane.
-fn next_event_id(plane: &mut profiler_core::xspace::XPlane, name: &str) -> i64 {
-    let id = plane.event_metadata.keys().max().copied().unwrap_or(0) + 1;
-    plane.event_metadata.insert(
-        id,
-        profiler_core::xspace::XEventMetadata {
-            id,
-            name: name.into(),
-            ..Default::default()
-        },
-    );
-    id
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub use device::GPU_PLANE_BASE_ID;
 /// Adds a uint64 stat to the host plane's stats.
 fn add_host_stat(space: &mut XSpace, name: &str, value: u64) {
     use profiler_core::schema;
-    use profiler_core::xspace::{XStat, XStatMetadata, XStatValue};
+    use profiler_core::xspace::{Interner, XStatValue};
     let Some(plane) = space
         .planes
         .iter_mut()
@@ -64,22 +64,8 @@ fn add_host_stat(space: &mut XSpace, name: &str, value: u64) {
     else {
         return;
     };
-    let id = plane.stat_id(name).unwrap_or_else(|| {
-        let id = plane.stat_metadata.keys().max().copied().unwrap_or(0) + 1;
-        plane.stat_metadata.insert(
-            id,
-            XStatMetadata {
-                id,
-                name: name.to_owned(),
-                ..XStatMetadata::default()
-            },
-        );
-        id
-    });
-    plane.stats.push(XStat {
-        metadata_id: id,
-        value: Some(XStatValue::Uint64(value)),
-    });
+    let stat = Interner::new(plane).stat(plane, name, XStatValue::Uint64(value));
+    plane.stats.push(stat);
 }
 
 /// What [`add_to_space`] did with a trace's CUDA API calls.
