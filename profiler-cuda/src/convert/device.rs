@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::maps::HashMap;
 
@@ -52,7 +53,8 @@ pub(super) fn add_planes(
         .collect();
     // A program launches the same few shapes over and over: each shape's stat, with its
     // occupancy, is made once per device.
-    let mut kernel_stats: HashMap<(u32, crate::kernel::KernelDetails), String> = HashMap::default();
+    let mut kernel_stats: HashMap<(u32, crate::kernel::KernelDetails), Rc<str>> =
+        HashMap::default();
     for activity in &trace.activities {
         let (name, start, end, at, details) = match activity {
             Activity::Kernel {
@@ -70,10 +72,12 @@ pub(super) fn add_planes(
                     kernel_stats
                         .entry((at.device_id, *details))
                         .or_insert_with(|| {
-                            details.to_stat(
-                                limits
-                                    .get(&at.device_id)
-                                    .and_then(|sm| theoretical_occupancy(details, sm)),
+                            Rc::from(
+                                details.to_stat(
+                                    limits
+                                        .get(&at.device_id)
+                                        .and_then(|sm| theoretical_occupancy(details, sm)),
+                                ),
                             )
                         })
                         .clone(),
@@ -198,7 +202,8 @@ fn add_memory_in_use(
 }
 
 enum Details {
-    Kernel(String),
+    /// Shared by the kernels of one shape on the device: no copy a kernel.
+    Kernel(Rc<str>),
     Memcpy(String),
     Memset(String),
     /// A whole-graph launch, with its executable graph when the launch was seen.
