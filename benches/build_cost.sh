@@ -19,9 +19,9 @@ variant() { # name, dependency lines
         "$1" "$2" > "$dir/Cargo.toml"
     cp "$root/Cargo.lock" "$dir/Cargo.lock"
 }
-variant default "prof = { path = \"$root\" }"
-variant tracing "prof = { path = \"$root\", default-features = false, features = [\"tracing\"] }"
-variant otlp "prof = { path = \"$root\", features = [\"otlp\"] }"
+variant default "prof-ml = { path = \"$root\" }"
+variant tracing "prof-ml = { path = \"$root\", default-features = false, features = [\"tracing\"] }"
+variant otlp "prof-ml = { path = \"$root\", features = [\"otlp\"] }"
 variant tracing-chrome 'tracing = "0.1"
 tracing-subscriber = "0.3"
 tracing-chrome = "0.7"'
@@ -37,9 +37,9 @@ tracing-chrome = "0.7"'
         (cd "$dir" && cargo build -q 2>&1) >&2
         end=$(date +%s.%N)
         case $v in
-            default) label='`prof` (default: tracing, remote)' ;;
-            tracing) label='`prof`, `default-features = false, features = ["tracing"]`' ;;
-            otlp) label='`prof`, `features = ["otlp"]` (the old default)' ;;
+            default) label='`prof-ml` (default: tracing, remote)' ;;
+            tracing) label='`prof-ml`, `default-features = false, features = ["tracing"]`' ;;
+            otlp) label='`prof-ml`, `features = ["otlp"]` (the old default)' ;;
             *) label='`tracing-subscriber` + `tracing-chrome`' ;;
         esac
         printf '| %s | %d | %.0f |\n' "$label" "$((crates - 1))" "$(echo "$end - $start" | bc)"

@@ -91,7 +91,7 @@ pub use profiler_export::ProfileExport;
 pub mod diff {
     pub use profiler_export::diff::*;
 }
-pub use profiler_macros::instrument;
+pub use profiler_attributes::instrument;
 /// Memory in use and its peaks, per allocator (`host`, `GPU_0`, ...), in code:
 /// [`memory::host`], [`memory::gpu`], [`memory::reset_peak`], [`memory::scope`].
 ///

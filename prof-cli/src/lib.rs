@@ -1,5 +1,5 @@
-//! prof's command-line tools, installed with `cargo install prof-cli` (or
-//! `cargo install --path prof-cli` from a checkout):
+//! prof's command-line tools, installed with `cargo install --path prof-cli` from a
+//! checkout (not on crates.io yet):
 //!
 //! - `capture-profile HOST:PORT[,HOST:PORT...]`: captures a profile from running
 //!   programs that serve `tensorflow.ProfilerService` (a Rust program with
