@@ -26,7 +26,9 @@
 //!     }
 //!     session::stop()
 //! };
-//! let (base, new) = (run(200)?, run(2000)?);
+//! // 0.2 ms against 20 ms a step: far apart, so a busy machine's late wake-ups cannot
+//! // blur them into noise.
+//! let (base, new) = (run(200)?, run(20_000)?);
 //! let diff = diff::diff(&base, &new)?;
 //! assert_eq!(diff.ops[0].name, "work");
 //! assert_eq!(diff.ops[0].time.verdict, Verdict::Increase);
