@@ -1,5 +1,4 @@
-//! [`ProfileExport`]: the exporters and summary tables as methods of a finished
-//! [`Profile`].
+//! [`ProfileExport`]: the writers as methods of a finished [`Profile`].
 
 use std::path::{Path, PathBuf};
 
@@ -7,11 +6,11 @@ use profiler_core::{Error, ErrorKind, Profile, Result};
 
 use crate::formats::{self, ExportFormat};
 use crate::link::{self, LinkOptions, LinkOutcome};
-use crate::summary::{Summary, SummaryOptions};
 use crate::timeline::Totals;
 use crate::{chrome, perfetto};
 
-/// Writes a [`Profile`] in the formats other tools read, or sums it up in a table.
+/// Writes a [`Profile`] in the formats other tools read. Its summary tables are
+/// `profiler-analysis`'s `ProfileAnalysis`, above this crate.
 ///
 /// ```
 /// use profiler_export::ProfileExport;
@@ -61,17 +60,9 @@ pub trait ProfileExport {
         options: &LinkOptions,
         announce: impl FnOnce(&str),
     ) -> Result<LinkOutcome>;
-
-    /// Per-name aggregates: count, total, self, min, max, mean and share of the step;
-    /// see [`Summary`].
-    fn summary(&self, options: &SummaryOptions) -> Summary;
 }
 
 impl ProfileExport for Profile {
-    fn summary(&self, options: &SummaryOptions) -> Summary {
-        Summary::of(self, options)
-    }
-
     fn write_perfetto(&self, path: impl AsRef<Path>) -> Result<Totals> {
         perfetto::write(self.xspace(), path.as_ref())
     }
