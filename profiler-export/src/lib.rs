@@ -12,6 +12,8 @@
 //!   other formats;
 //! - [`fit`]: every `.xplane.pb` written opens in XProf: a profile past XProf's 2 GiB
 //!   keeps its latest steps that fit, the whole session beside it as Perfetto;
+//! - [`sink`]: every writer behind one trait, [`Sink`](sink::Sink), and
+//!   [`formats`] to pick a file format's at run time;
 //! - [`ProfileExport`]: the writers as methods of a [`Profile`].
 //!
 //! The timeline formats share one walk over the space ([`timeline`]), so they agree on
@@ -39,6 +41,7 @@ pub mod logdir;
 pub mod otlp;
 pub mod perfetto;
 mod profile;
+pub mod sink;
 pub mod timeline;
 pub mod xplane;
 
