@@ -188,7 +188,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         );
     }
     if let Some(path) = &args.summary_json {
-        let summary = prof::ProfileExport::summary(
+        let summary = prof::ProfileAnalysis::summary(
             &profile,
             &prof::summary::SummaryOptions::default().limit(5),
         );

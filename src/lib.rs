@@ -51,14 +51,16 @@
 //! | record `tracing` spans | [`ProfilerLayer`] (feature `tracing`) | [tracing] |
 //! | run a session | [`start`], [`stop`], [`Session`], [`profile`], [`start_in_memory`], [`pause`], [`resume`], [`ProfileOptions`] | [sessions] |
 //! | profile chosen steps, or keep a ring | [`schedule`], [`flight_recorder`] | [sessions] |
-//! | export, summarise a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`], [`summary`] | [formats], [comparing] |
+//! | export a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`] | [formats] |
+//! | summarise a profile, compare two runs | [`prelude`] ([`ProfileAnalysis`]), [`summary`], [`diff()`], [`diff`] | [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
 //! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
 //! | count memory, ask for peaks | [`TrackingAllocator`], [`memory`] | [memory] |
 //! | read or build profiles | [`xspace`], [`schema`] | [formats] |
 //! | plug in a device tracer | [`tracer`] | |
 //!
-//! This crate is a facade: [`profiler_core`] records, [`export`] writes.
+//! This crate is a facade: [`profiler_core`] records, [`export`] writes, and
+//! `profiler-analysis` sums up and compares ([`summary`], [`diff()`]).
 //!
 //! [annotating]: https://github.com/prof-rs/prof/blob/main/docs/annotating.md
 //! [tracing]: https://github.com/prof-rs/prof/blob/main/docs/tracing.md
@@ -73,6 +75,8 @@ use std::path::{Path, PathBuf};
 
 pub mod schedule;
 
+pub use profiler_analysis::summary;
+pub use profiler_analysis::ProfileAnalysis;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
@@ -83,13 +87,19 @@ pub use profiler_core::{
     ProfileOptions, Result, Trace, Value,
 };
 pub use profiler_export as export;
-pub use profiler_export::summary;
 pub use profiler_export::ProfileExport;
 
-/// Comparing two runs: [`diff()`], its options and what it returns (see
-/// [`export::diff`] for how significance is decided).
+/// Comparing two runs: [`diff()`](crate::diff()) compares them with the default
+/// options, [`diff_with`] with yours; [`Diff`] is what they return (see
+/// [`profiler_analysis::diff`] for how a difference is called significant).
 pub mod diff {
-    pub use profiler_export::diff::*;
+    // Listed rather than globbed, so that the function `diff` has one path:
+    // `prof::diff()`.
+    pub use profiler_analysis::diff::{
+        diff_with, Comparison, Diff, DiffOptions, Distribution, Gate, GateOptions, MemoryDiff,
+        Method, OpDiff, OpKind, RenderOptions, SampleUnit, Side, SideSummary, Sides, Statistic,
+        Test, Verdict,
+    };
 }
 pub use profiler_attributes::instrument;
 /// Memory in use and its peaks, per allocator (`host`, `GPU_0`, ...), in code:
@@ -174,18 +184,21 @@ pub use profiler_cuda::candle;
 /// prof::start_in_memory(prof::ProfileOptions::default())?;
 /// drop(prof::trace!("work"));
 /// let profile = prof::stop()?;
-/// // `summary` and the `write_*` exporters are methods of `ProfileExport`.
+/// // `summary` is a method of `ProfileAnalysis`; the `write_*` exporters are
+/// // methods of `ProfileExport`.
 /// let table = profile.summary(&prof::summary::SummaryOptions::default());
 /// assert_eq!(table.rows()[0].name, "work");
 /// # Ok(()) }
 /// ```
 ///
-/// A finished [`Profile`] is recorded by `profiler-core` and written by
-/// `profiler-export`; its export and analysis methods live in the [`ProfileExport`]
-/// trait, which the prelude brings into scope (as `tracing_subscriber::prelude` does
-/// for its extension traits). Under the `candle` feature it also brings
-/// `candle::ModuleExt` (`layer.traced("attn")`).
+/// A finished [`Profile`] is recorded by `profiler-core`, written by `profiler-export`
+/// and summed up by `profiler-analysis`; its export methods live in the
+/// [`ProfileExport`] trait and its analysis methods in [`ProfileAnalysis`], which the
+/// prelude brings into scope (as `tracing_subscriber::prelude` does for its extension
+/// traits). Under the `candle` feature it also brings `candle::ModuleExt`
+/// (`layer.traced("attn")`).
 pub mod prelude {
+    pub use crate::ProfileAnalysis as _;
     pub use crate::ProfileExport as _;
     #[cfg(feature = "candle")]
     pub use profiler_cuda::candle::ModuleExt as _;
@@ -229,7 +242,7 @@ pub mod __private {
 /// As [`diff::diff_with`]: a file that cannot be read or is not an XSpace (naming it),
 /// sides with different hosts.
 pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<diff::Diff> {
-    profiler_export::diff::diff(base, new)
+    profiler_analysis::diff::diff(base, new)
 }
 
 /// Starts profiling into `logdir`, as `tf.profiler.experimental.start(logdir)` and

@@ -3,7 +3,7 @@
 //! the summary's peaks, and `prof::memory`, against known allocations.
 
 use prof::summary::SummaryOptions;
-use prof::{ProfileExport, ProfileOptions};
+use prof::{ProfileAnalysis, ProfileOptions};
 
 /// The counts are process-wide: one test at a time, or one's blocks show in the other's
 /// peaks.

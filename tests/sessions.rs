@@ -246,7 +246,7 @@ fn a_session_past_its_xplane_limit_keeps_its_latest_whole_steps() {
         stat(prof::export::fit::FULL_TRACE),
         Some(XStatValue::Str(name(pftrace)))
     );
-    use prof::ProfileExport;
+    use prof::ProfileAnalysis;
     let summary = profile.summary(&prof::summary::SummaryOptions::default());
     let [note] = summary.notes() else {
         panic!("{:?}", summary.notes())

@@ -47,7 +47,7 @@ impl DriverMemory {
     pub(crate) fn compare(&self, profile: &prof::Profile) -> Result<()> {
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
         let summary =
-            prof::ProfileExport::summary(profile, &prof::summary::SummaryOptions::default());
+            prof::ProfileAnalysis::summary(profile, &prof::summary::SummaryOptions::default());
         // XProf's peak: what the pools held beyond their bytes in use, with them.
         let held = summary
             .memory()

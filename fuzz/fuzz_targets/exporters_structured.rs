@@ -16,7 +16,7 @@ use profiler_core::xspace::{
 };
 use profiler_core::Profile;
 use profiler_export::perfetto::{self, proto};
-use profiler_export::summary::Summary;
+use profiler_analysis::summary::Summary;
 use profiler_export::{chrome, xplane};
 use prost::Message;
 

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use profiler_core::xspace::XSpace;
 use profiler_core::Profile;
-use profiler_export::summary::{GroupBy, SortBy, Summary, SummaryOptions};
+use profiler_analysis::summary::{GroupBy, SortBy, Summary, SummaryOptions};
 use profiler_export::{chrome, perfetto};
 
 /// Runs Perfetto, Chrome JSON and the summary (table, JSON, CSV) on `space`, writing

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use profiler_export::diff::{self, DiffOptions, GateOptions, RenderOptions};
+use profiler_analysis::diff::{self, DiffOptions, GateOptions, RenderOptions};
 
 /// Compares two profiles: what got slower, what got faster, and whether each
 /// difference is significant or noise. BASE and NEW are each a .xplane.pb file, a run

@@ -55,11 +55,11 @@ fn main() {
         ExportFormat::ChromeJsonGz,
     ];
     for format in formats {
-        let path = formats::host_file(dir.path(), "bench", format);
+        let path = formats::host_file(dir.path(), "bench", format).unwrap();
         let (secs, added) = measure(|| {
             formats::write(&space, format, &path).unwrap();
         });
-        let name = format!("{format} (.{})", formats::extension(format));
+        let name = format!("{format} (.{})", formats::extension(format).unwrap());
         let added = added.map_or("n/a (needs Linux /proc)".to_owned(), |k| {
             format!("{:.1} MiB", k as f64 / 1024.0)
         });

@@ -128,8 +128,9 @@ impl ConvertOptions {
 ///
 /// # Errors
 /// [`ErrorKind::InvalidArgument`], before anything is written, when `formats` names no
-/// format to write (`.xplane.pb` inputs are not rewritten), or when two inputs would
-/// be written to the same file (naming both).
+/// format to write (`.xplane.pb` inputs are not rewritten) or one this crate has no
+/// writer for (naming it), or when two inputs would be written to the same file
+/// (naming both).
 pub fn convert_all(
     paths: &[PathBuf],
     formats: &[ExportFormat],
@@ -189,12 +190,13 @@ pub fn convert(
     Ok(converted)
 }
 
-/// The formats to write: `formats` without the `.xplane.pb`, which must leave some.
-fn writable(formats: &[ExportFormat]) -> Result<Vec<ExportFormat>> {
-    let mut kept: Vec<ExportFormat> = Vec::new();
+/// The formats to write, each with its extension: `formats` without the
+/// `.xplane.pb`, which must leave some.
+fn writable(formats: &[ExportFormat]) -> Result<Vec<(ExportFormat, &'static str)>> {
+    let mut kept: Vec<(ExportFormat, &'static str)> = Vec::new();
     for &format in formats {
-        if format != ExportFormat::XPlane && !kept.contains(&format) {
-            kept.push(format);
+        if format != ExportFormat::XPlane && !kept.iter().any(|&(f, _)| f == format) {
+            kept.push((format, formats::extension(format)?));
         }
     }
     if kept.is_empty() {
@@ -304,7 +306,7 @@ fn create_parent(output: &Path) -> Result<()> {
 fn outputs(
     root: &Path,
     input: &Path,
-    formats: &[ExportFormat],
+    formats: &[(ExportFormat, &'static str)],
     out_dir: Option<&Path>,
 ) -> Vec<(ExportFormat, PathBuf)> {
     let name = input
@@ -324,7 +326,7 @@ fn outputs(
     };
     formats
         .iter()
-        .map(|&f| (f, dir.join(format!("{stem}.{}", formats::extension(f)))))
+        .map(|&(f, extension)| (f, dir.join(format!("{stem}.{extension}"))))
         .collect()
 }
 

@@ -8,15 +8,13 @@
 //!   in ui.perfetto.dev as `jax.profiler`'s Perfetto link does;
 //! - [`chrome`]: Chrome's JSON trace event format (`.trace.json[.gz]`);
 //! - `otlp` (feature `otlp`): spans to any OpenTelemetry collector;
-//! - [`summary`]: per-name aggregate tables (count, total, self time, share of the
-//!   step), as text, JSON or CSV;
-//! - [`diff`]: two runs compared: step time, ops, kernels and memory, what is
-//!   significant and what is noise, and a gate for CI;
 //! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
 //!   other formats;
 //! - [`fit`]: every `.xplane.pb` written opens in XProf: a profile past XProf's 2 GiB
 //!   keeps its latest steps that fit, the whole session beside it as Perfetto;
-//! - [`ProfileExport`]: all of it as methods of a [`Profile`].
+//! - [`sink`]: every writer behind one trait, [`Sink`](sink::Sink), and
+//!   [`formats`] to pick a file format's at run time;
+//! - [`ProfileExport`]: the writers as methods of a [`Profile`].
 //!
 //! The timeline formats share one walk over the space ([`timeline`]), so they agree on
 //! what they hold: the same events, durations, threads, counters and flows. Exporters
@@ -25,7 +23,8 @@
 //! file.
 //!
 //! The crate reads only the XSpace model of `profiler-core`; it knows nothing of how
-//! events were recorded.
+//! events were recorded. What is computed *from* a profile (summary tables, comparing
+//! runs) is `profiler-analysis`, which reads profiles through this crate's reader.
 //!
 //! [`Profile`]: profiler_core::Profile
 
@@ -33,9 +32,7 @@ pub mod atomic;
 mod block;
 pub mod chrome;
 pub mod convert;
-pub mod diff;
 pub mod fit;
-mod flat;
 pub mod formats;
 mod gzip;
 pub mod link;
@@ -44,9 +41,8 @@ pub mod logdir;
 pub mod otlp;
 pub mod perfetto;
 mod profile;
-pub mod summary;
+pub mod sink;
 pub mod timeline;
-mod units;
 pub mod xplane;
 
 pub use formats::ExportFormat;

@@ -108,7 +108,7 @@ impl RunDir {
             if format == ExportFormat::Perfetto && written.full_trace.is_some() {
                 continue; // written whole already
             }
-            let path = crate::formats::host_file(&self.path, host, format);
+            let path = crate::formats::host_file(&self.path, host, format)?;
             crate::formats::write(profile.xspace(), format, &path)?;
             profile.add_file(path);
         }
@@ -117,7 +117,7 @@ impl RunDir {
 
     /// Where the `.xplane.pb` of `host` goes in this run.
     pub fn host_file(&self, host: &str) -> PathBuf {
-        crate::formats::host_file(&self.path, host, ExportFormat::XPlane)
+        crate::formats::xplane_file(&self.path, host)
     }
 }
 

@@ -44,6 +44,7 @@ use opentelemetry_sdk::Resource;
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, ErrorKind, Result};
 
+use crate::sink::Sink;
 use crate::timeline::{mix, Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
 /// Default bound on each export request.
@@ -198,6 +199,15 @@ pub fn export(space: &XSpace, options: &OtlpOptions) -> Result<OtlpReport> {
                 ))
             })
     })
+}
+
+/// The collector the options name is the sink: [`export`] to it.
+impl Sink for OtlpOptions {
+    type Report = OtlpReport;
+
+    fn export(&self, space: &XSpace) -> Result<OtlpReport> {
+        export(space, self)
+    }
 }
 
 fn run(space: &XSpace, options: &OtlpOptions, url: &str) -> Result<OtlpReport> {

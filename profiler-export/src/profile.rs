@@ -1,17 +1,18 @@
-//! [`ProfileExport`]: the exporters and summary tables as methods of a finished
-//! [`Profile`].
+//! [`ProfileExport`]: the writers as methods of a finished [`Profile`].
 
 use std::path::{Path, PathBuf};
 
 use profiler_core::{Error, ErrorKind, Profile, Result};
 
+use crate::chrome::ChromeJsonFile;
 use crate::formats::{self, ExportFormat};
 use crate::link::{self, LinkOptions, LinkOutcome};
-use crate::summary::{Summary, SummaryOptions};
+use crate::perfetto::{self, PerfettoFile};
+use crate::sink::Sink;
 use crate::timeline::Totals;
-use crate::{chrome, perfetto};
 
-/// Writes a [`Profile`] in the formats other tools read, or sums it up in a table.
+/// Writes a [`Profile`] in the formats other tools read. Its summary tables are
+/// `profiler-analysis`'s `ProfileAnalysis`, above this crate.
 ///
 /// ```
 /// use profiler_export::ProfileExport;
@@ -22,14 +23,20 @@ use crate::{chrome, perfetto};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait ProfileExport {
-    /// Writes a Perfetto trace (`.pftrace`) at `path`; see [`perfetto`].
+    /// Hands the profile to `sink`, any writer of [`crate::sink`].
+    ///
+    /// # Errors
+    /// The sink's.
+    fn export_to<S: Sink>(&self, sink: &S) -> Result<S::Report>;
+
+    /// Writes a Perfetto trace (`.pftrace`) at `path`; see [`crate::perfetto`].
     ///
     /// # Errors
     /// [`ErrorKind::Io`] naming the path.
     fn write_perfetto(&self, path: impl AsRef<Path>) -> Result<Totals>;
 
     /// Writes a Chrome JSON trace at `path`, gzipped when it ends in `.gz`; see
-    /// [`chrome`].
+    /// [`crate::chrome`].
     ///
     /// # Errors
     /// [`ErrorKind::Io`] naming the path.
@@ -39,7 +46,8 @@ pub trait ProfileExport {
     /// was never written), named after its host, and returns the file.
     ///
     /// # Errors
-    /// [`ErrorKind::Io`] naming the path.
+    /// [`ErrorKind::Io`] naming the path; [`ErrorKind::InvalidArgument`] naming a
+    /// format this crate has no writer for.
     fn write_format(&self, format: ExportFormat, dir: Option<&Path>) -> Result<PathBuf>;
 
     /// Sends the profile's spans to an OpenTelemetry collector; see [`crate::otlp`].
@@ -61,23 +69,19 @@ pub trait ProfileExport {
         options: &LinkOptions,
         announce: impl FnOnce(&str),
     ) -> Result<LinkOutcome>;
-
-    /// Per-name aggregates: count, total, self, min, max, mean and share of the step;
-    /// see [`Summary`].
-    fn summary(&self, options: &SummaryOptions) -> Summary;
 }
 
 impl ProfileExport for Profile {
-    fn summary(&self, options: &SummaryOptions) -> Summary {
-        Summary::of(self, options)
+    fn export_to<S: Sink>(&self, sink: &S) -> Result<S::Report> {
+        sink.export(self.xspace())
     }
 
     fn write_perfetto(&self, path: impl AsRef<Path>) -> Result<Totals> {
-        perfetto::write(self.xspace(), path.as_ref())
+        self.export_to(&PerfettoFile::new(path.as_ref()))
     }
 
     fn write_chrome_json(&self, path: impl AsRef<Path>) -> Result<Totals> {
-        chrome::write(self.xspace(), path.as_ref())
+        self.export_to(&ChromeJsonFile::new(path.as_ref()))
     }
 
     fn write_format(&self, format: ExportFormat, dir: Option<&Path>) -> Result<PathBuf> {
@@ -87,14 +91,14 @@ impl ProfileExport for Profile {
                 format!("the profile was never written to a logdir: give a directory for its {format} file"),
             )
         })?;
-        let path = formats::host_file(dir, self.host_name(), format);
-        formats::write(self.xspace(), format, &path)?;
-        Ok(path)
+        let file = formats::file(format, formats::host_file(dir, self.host_name(), format)?)?;
+        self.export_to(&file)?;
+        Ok(file.path().to_path_buf())
     }
 
     #[cfg(feature = "otlp")]
     fn export_otlp(&self, options: &crate::otlp::OtlpOptions) -> Result<crate::otlp::OtlpReport> {
-        crate::otlp::export(self.xspace(), options)
+        self.export_to(options)
     }
 
     fn serve_perfetto_link(

@@ -9,10 +9,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use profiler_analysis::summary::{Summary, SummaryOptions};
+use profiler_analysis::ProfileAnalysis;
 use profiler_core::Profile;
 use profiler_export::link::{LinkOptions, LinkOutcome};
 use profiler_export::otlp::OtlpOptions;
-use profiler_export::summary::{Summary, SummaryOptions};
 use profiler_export::{ProfileExport, RunDir};
 use profiler_remote::client::Captured;
 

@@ -37,7 +37,7 @@ mod time;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, Result};
@@ -46,6 +46,7 @@ use self::quoted::{json_str, Quoted};
 use crate::atomic::write_streaming;
 use crate::block::Blocks;
 use crate::gzip;
+use crate::sink::Sink;
 use crate::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Totals, Visitor};
 
 /// File extension of Chrome JSON traces.
@@ -103,6 +104,33 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
 /// [`profiler_core::ErrorKind::Io`] naming the path.
 pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
     write_timeline(&Timeline::new(space), path)
+}
+
+/// A Chrome JSON trace file, gzipped when its path ends in `.gz`: the [`Sink`] of
+/// [`write`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChromeJsonFile {
+    path: PathBuf,
+}
+
+impl ChromeJsonFile {
+    /// The trace at `path` (`.trace.json`, or `.trace.json.gz` gzipped).
+    pub fn new(path: impl Into<PathBuf>) -> ChromeJsonFile {
+        ChromeJsonFile { path: path.into() }
+    }
+
+    /// Where the trace goes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Sink for ChromeJsonFile {
+    type Report = Totals;
+
+    fn export(&self, space: &XSpace) -> Result<Totals> {
+        write(space, &self.path)
+    }
 }
 
 /// Writes the walk of `timeline` as a Chrome JSON trace at `path`, atomically;

@@ -45,7 +45,7 @@ mod wire;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, Result};
@@ -53,6 +53,7 @@ use prost::Message;
 
 use crate::atomic::write_streaming;
 use crate::block::Blocks;
+use crate::sink::Sink;
 use crate::timeline::{
     Arg, CounterTrack, Origin, Process, Slice, Thread, Timeline, Totals, Visitor,
 };
@@ -93,6 +94,32 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
 /// [`profiler_core::ErrorKind::Io`] naming the path.
 pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
     write_timeline(&Timeline::new(space), path)
+}
+
+/// A Perfetto trace file: the [`Sink`] of [`write`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfettoFile {
+    path: PathBuf,
+}
+
+impl PerfettoFile {
+    /// The trace at `path` (`.pftrace` by custom).
+    pub fn new(path: impl Into<PathBuf>) -> PerfettoFile {
+        PerfettoFile { path: path.into() }
+    }
+
+    /// Where the trace goes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Sink for PerfettoFile {
+    type Report = Totals;
+
+    fn export(&self, space: &XSpace) -> Result<Totals> {
+        write(space, &self.path)
+    }
 }
 
 /// Writes the walk of `timeline` as a Perfetto trace at `path`, atomically.

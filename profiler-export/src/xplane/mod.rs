@@ -10,17 +10,21 @@ mod fields;
 mod lazy;
 mod read;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, Result};
 use prost::Message;
 
 use crate::atomic::write_streaming;
+use crate::sink::Sink;
 
 pub(crate) use lazy::EncodedEvents;
 pub use lazy::LazySpace;
 pub use read::{ReadLimits, DEFAULT_MAX_BYTES, DEFAULT_MAX_STRINGS};
+
+/// File extension of XProf's profiles.
+pub const EXTENSION: &str = "xplane.pb";
 
 /// The largest `.xplane.pb` XProf and TensorBoard can open: they read a host's file as
 /// one protobuf message, which protobuf caps at 2 GiB less a byte.
@@ -70,6 +74,33 @@ pub fn write(path: &Path, space: &XSpace) -> Result<()> {
         ));
     }
     write_layout(path, space, &layout)
+}
+
+/// A `.xplane.pb` file: the [`Sink`] of [`write`] (the whole space, or an error when
+/// XProf could not open it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XPlaneFile {
+    path: PathBuf,
+}
+
+impl XPlaneFile {
+    /// The file at `path` (`<host>.xplane.pb` in a logdir's run).
+    pub fn new(path: impl Into<PathBuf>) -> XPlaneFile {
+        XPlaneFile { path: path.into() }
+    }
+
+    /// Where the file goes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Sink for XPlaneFile {
+    type Report = ();
+
+    fn export(&self, space: &XSpace) -> Result<()> {
+        write(&self.path, space)
+    }
 }
 
 /// Writes `space` to `path` atomically as `layout` lays it out.

@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use profiler_core::{ConfigValue, ProfileOptions};
-use profiler_export::formats::{self, host_file_stem, ExportFormat};
+use profiler_export::formats::{self, host_file_stem};
 use tonic::Status;
 
 use super::limits::Limits;
@@ -267,7 +267,7 @@ fn target_file(
         .map_or_else(profiler_core::host_name, str::to_owned);
     check_host(&host)?;
     let root = writes.resolve(&request.repository_root)?;
-    let file = formats::host_file(&root.join(session_id), &host, ExportFormat::XPlane);
+    let file = formats::xplane_file(&root.join(session_id), &host);
     check_file_name(&host, &file)?;
     Ok(file)
 }

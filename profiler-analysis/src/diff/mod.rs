@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use profiler_core::{session, trace, ProfileOptions};
-//! use profiler_export::diff::{self, Verdict};
+//! use profiler_analysis::diff::{self, Verdict};
 //!
 //! let run = |work_us: u64| -> profiler_core::Result<profiler_core::Profile> {
 //!     session::start(ProfileOptions::default(), None)?;

@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use profiler_analysis::diff::{
+    self, DiffOptions, GateOptions, Method, OpKind, RenderOptions, SampleUnit, Side, Verdict,
+};
 use profiler_core::schema;
 use profiler_core::xspace::{
     sort_events, Interner, PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue,
 };
 use profiler_core::{ErrorKind, Profile};
-use profiler_export::diff::{
-    self, DiffOptions, GateOptions, Method, OpKind, RenderOptions, SampleUnit, Side, Verdict,
-};
 use profiler_export::xplane;
 
 const US: i64 = 1_000_000; // ps

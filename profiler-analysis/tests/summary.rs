@@ -1,10 +1,10 @@
 //! Summary tables checked against a hand-built profile whose numbers are known.
 
+use profiler_analysis::summary::{GroupBy, SortBy, SummaryOptions};
+use profiler_analysis::ProfileAnalysis;
 use profiler_core::schema;
 use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue};
 use profiler_core::Profile;
-use profiler_export::summary::{GroupBy, SortBy, SummaryOptions};
-use profiler_export::ProfileExport;
 
 const US: i64 = 1_000_000; // ps
 

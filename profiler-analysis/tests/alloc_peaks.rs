@@ -3,10 +3,10 @@
 
 use std::alloc::System;
 
+use profiler_analysis::summary::{GroupBy, SummaryOptions};
+use profiler_analysis::ProfileAnalysis;
 use profiler_core::alloc::FLUSH_BYTES;
 use profiler_core::{session, trace, ProfileOptions, TrackingAllocator};
-use profiler_export::summary::{GroupBy, SummaryOptions};
-use profiler_export::ProfileExport;
 
 #[global_allocator]
 static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);

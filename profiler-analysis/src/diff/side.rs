@@ -1,6 +1,6 @@
 //! A side of a comparison: the profiles it is made of, given in memory or found on
 //! disk (`.xplane.pb` files, run directories, logdirs) and read with the defensive
-//! reader ([`crate::xplane::read_with`]), and which of their hosts are compared.
+//! reader ([`profiler_export::xplane::read_with`]), and which of their hosts are compared.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use profiler_core::{Error, ErrorKind, Profile, Result};
 
 use super::options::DiffOptions;
-use crate::convert::find_xplanes;
-use crate::xplane;
+use profiler_export::convert::find_xplanes;
+use profiler_export::xplane;
 
 const XPLANE_SUFFIX: &str = ".xplane.pb";
 
@@ -21,7 +21,7 @@ const XPLANE_SUFFIX: &str = ".xplane.pb";
 /// with [`DiffOptions::all_runs`]).
 ///
 /// ```
-/// use profiler_export::diff::Side;
+/// use profiler_analysis::diff::Side;
 /// let one = Side::from("logs/base");
 /// let pooled = Side::paths(["run1/host.xplane.pb", "run2/host.xplane.pb"]);
 /// # let _ = (one, pooled);

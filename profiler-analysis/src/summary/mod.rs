@@ -2,8 +2,8 @@
 //! `aggregate_stats` and torch's `key_averages().table()` print them.
 //!
 //! ```
-//! use profiler_export::summary::{SortBy, SummaryOptions};
-//! use profiler_export::ProfileExport;
+//! use profiler_analysis::summary::{SortBy, SummaryOptions};
+//! use profiler_analysis::ProfileAnalysis;
 //! use profiler_core::{session, trace, ProfileOptions};
 //!
 //! session::start(ProfileOptions::default(), None)?;
@@ -318,7 +318,7 @@ impl Summary {
         let notes = profiles
             .iter()
             .filter_map(|p| {
-                let note = crate::fit::note_of(p.xspace())?;
+                let note = profiler_export::fit::note_of(p.xspace())?;
                 Some(if profiles.len() > 1 {
                     format!("{}: {note}", p.host_name())
                 } else {
@@ -350,7 +350,7 @@ impl Summary {
 
     /// What a reader of the profile's files should know, one line each: a `.xplane.pb`
     /// that left out its earliest events to open in XProf, and where they all are
-    /// ([`crate::fit`]). The table and the JSON end with them.
+    /// ([`profiler_export::fit`]). The table and the JSON end with them.
     pub fn notes(&self) -> &[String] {
         &self.notes
     }

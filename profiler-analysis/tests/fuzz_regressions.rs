@@ -5,12 +5,15 @@
 //!
 //! Tests build with overflow checks, as the fuzz targets do: an arithmetic overflow
 //! that release builds would wrap silently fails here.
+//!
+//! It lives in profiler-analysis because the `exporters` target runs the writers of
+//! profiler-export and the summary of this crate, which sits above them.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+use profiler_analysis::summary::{GroupBy, Summary, SummaryOptions};
 use profiler_core::Profile;
-use profiler_export::summary::{GroupBy, Summary, SummaryOptions};
 use profiler_export::{chrome, perfetto, xplane};
 
 /// The saved inputs of `target`, sorted by name.

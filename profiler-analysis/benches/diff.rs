@@ -5,15 +5,15 @@
 //! layers (50 names) each with a matmul and an add nested inside, with seeded jitter;
 //! the new one has one layer name 20% slower.
 //!
-//! `cargo bench -p profiler-export --bench diff`
+//! `cargo bench -p profiler-analysis --bench diff`
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout)]
 
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use profiler_analysis::diff::{self, Verdict};
 use profiler_core::schema;
 use profiler_core::xspace::{PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue};
-use profiler_export::diff::{self, Verdict};
 use profiler_export::xplane;
 
 const STEPS: i64 = 1000;

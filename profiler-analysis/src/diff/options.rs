@@ -2,7 +2,7 @@
 
 use profiler_core::{Error, ErrorKind, Result};
 
-use crate::xplane::ReadLimits;
+use profiler_export::xplane::ReadLimits;
 
 /// How two sides are compared.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,31 @@
+#![doc = include_str!("../README.md")]
+//!
+//! What is here:
+//!
+//! - [`summary`]: per-name aggregate tables of one profile (count, total, self, min,
+//!   max, mean and share of the step; memory peaks per allocator, step and op), as MXNet's
+//!   `dumps()` and torch's `key_averages().table()` print them; as text, JSON or CSV;
+//! - [`diff`]: two runs compared, each step a sample: step time, ops, kernels and
+//!   memory, what is significant and what is noise, and a gate for CI (`prof-diff`);
+//! - [`ProfileAnalysis`]: the analyses as methods of a [`Profile`].
+//!
+//! The analyses of a finished profile live here, apart from the writers: what prof
+//! computes *from* a profile is not how it is put on the wire. The stack-sample tables
+//! (hot functions from sampled stacks) and the live view's aggregation (a running
+//! session's rows, updated as batches arrive) belong here too, each a module of its
+//! own beside `summary` and `diff`, reading the same flat events.
+//!
+//! Layers: the crate reads the XSpace model of `profiler-core` and the reading side of
+//! `profiler-export` (`.xplane.pb` files, logdirs and their runs, the note of a
+//! profile cut to fit XProf); it writes nothing but tables. The command-line tools
+//! (`prof-cli`) and the `prof` facade sit above it.
+//!
+//! [`Profile`]: profiler_core::Profile
+
+pub mod diff;
+mod flat;
+mod profile;
+pub mod summary;
+mod units;
+
+pub use profile::ProfileAnalysis;
