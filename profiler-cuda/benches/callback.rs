@@ -35,11 +35,15 @@ fn launch(data: &mut cupti::CUpti_CallbackData, correlation_id: u32) {
     data.callbackSite = cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER;
     // SAFETY: `data` is a whole `CUpti_CallbackData` whose `correlationData` points to
     // a live u64, as CUPTI passes them for the driver domain.
-    unsafe { profiler_cuda::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr) };
+    unsafe {
+        profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
+    };
     data.callbackSite = cupti::CUpti_ApiCallbackSite::CUPTI_API_EXIT;
     let ptr = std::ptr::from_mut(data).cast::<c_void>().cast_const();
     // SAFETY: as above.
-    unsafe { profiler_cuda::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr) };
+    unsafe {
+        profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
+    };
 }
 
 /// Synthetic callback data, its per-call storage in `slot`.

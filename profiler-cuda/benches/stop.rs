@@ -100,7 +100,9 @@ fn launch(data: &mut cupti::CUpti_CallbackData, correlation_id: u32) {
         let ptr = std::ptr::from_mut(data).cast::<c_void>().cast_const();
         // SAFETY: `data` is a whole `CUpti_CallbackData` whose `correlationData`
         // points to a live u64, as CUPTI passes them for the driver domain.
-        unsafe { profiler_cuda::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr) };
+        unsafe {
+            profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
+        };
     }
 }
 

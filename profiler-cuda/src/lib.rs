@@ -17,6 +17,11 @@
 //!
 //! Under the `candle` feature, `candle::Traced` names the layers of candle models
 //! (which emit no spans of their own), on the host and on the kernels they launch.
+//!
+//! The `synthetic` feature adds `synthetic`: CUPTI's records and callback data made
+//! byte for byte without a GPU, and the tracer's CUPTI callback to feed them to. It is
+//! test scaffolding (this crate's tests and benches, prof's GPU examples), kept out of
+//! the API programs see.
 
 pub mod activity;
 pub mod api;
@@ -31,9 +36,11 @@ pub mod kernel;
 pub mod layout;
 pub mod occupancy;
 pub mod stats;
+// Test scaffolding (feature `synthetic`): records as CUPTI writes them, and the
+// tracer's CUPTI callback to feed them to, where there is no GPU.
+#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 
-pub use cupti::callbacks::callback;
 pub use cupti::{factory, missing_libraries, CuptiTracer};
 
 /// Adds the CUPTI tracer to every later prof session in this process (those with

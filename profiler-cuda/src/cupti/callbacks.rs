@@ -169,13 +169,15 @@ pub(super) fn subscribe(all: bool) -> Result<Subscription, String> {
 /// The callback prof subscribes with: API calls of the driver and runtime domains go
 /// to [`calls::on_api`], graph events of the resource domain to [`crate::graphs`].
 ///
-/// Public so that benchmarks and tests can feed it synthetic `CUpti_CallbackData`;
-/// nothing else calls it.
+/// Public as `synthetic::callback` (feature `synthetic`), so that benchmarks and tests
+/// can feed it synthetic `CUpti_CallbackData`; nothing else calls it.
 ///
 /// # Safety
 /// `cbdata` points to the domain's callback data as CUPTI passes it: a
 /// `CUpti_CallbackData` for the API domains, a `CUpti_ResourceData` for the resource
 /// domain.
+// Without the feature only CUPTI calls it, through the pointer `subscribe` hands over.
+#[cfg_attr(not(any(test, feature = "synthetic")), allow(unreachable_pub))]
 pub unsafe extern "C" fn callback(
     _userdata: *mut c_void,
     domain: cupti::CUpti_CallbackDomain,
