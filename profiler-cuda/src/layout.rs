@@ -73,6 +73,14 @@ pub(crate) mod kernel {
     pub(crate) const GRAPH_NODE: usize = 144;
     pub(crate) const GRAPH: usize = 156;
     pub(crate) const PREFIX: usize = 160;
+    pub(super) const PLACEMENT: super::PlacementAt = super::PlacementAt {
+        device: DEVICE,
+        context: CONTEXT,
+        stream: STREAM,
+        correlation: CORRELATION,
+        graph: Some(GRAPH),
+        graph_node: Some(GRAPH_NODE),
+    };
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemcpy5` … `Memcpy7`.
@@ -90,6 +98,14 @@ pub(crate) mod memcpy {
     pub(crate) const GRAPH_NODE: usize = 64;
     pub(crate) const GRAPH: usize = 72;
     pub(crate) const PREFIX: usize = 76;
+    pub(super) const PLACEMENT: super::PlacementAt = super::PlacementAt {
+        device: DEVICE,
+        context: CONTEXT,
+        stream: STREAM,
+        correlation: CORRELATION,
+        graph: Some(GRAPH),
+        graph_node: Some(GRAPH_NODE),
+    };
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemset4` and `Memset5`.
@@ -104,6 +120,14 @@ pub(crate) mod memset {
     pub(crate) const GRAPH_NODE: usize = 64;
     pub(crate) const GRAPH: usize = 72;
     pub(crate) const PREFIX: usize = 76;
+    pub(super) const PLACEMENT: super::PlacementAt = super::PlacementAt {
+        device: DEVICE,
+        context: CONTEXT,
+        stream: STREAM,
+        correlation: CORRELATION,
+        graph: Some(GRAPH),
+        graph_node: Some(GRAPH_NODE),
+    };
 }
 
 /// Offsets of `CUpti_ActivityGraphTrace` and `GraphTrace2` (the shared prefix).
@@ -116,6 +140,15 @@ pub(crate) mod graph_trace {
     pub(crate) const CONTEXT: usize = 32;
     pub(crate) const STREAM: usize = 36;
     pub(crate) const PREFIX: usize = 40;
+    /// A whole-graph launch runs as no node.
+    pub(super) const PLACEMENT: super::PlacementAt = super::PlacementAt {
+        device: DEVICE,
+        context: CONTEXT,
+        stream: STREAM,
+        correlation: CORRELATION,
+        graph: Some(GRAPH),
+        graph_node: None,
+    };
 }
 
 /// Offsets of the shared prefix of `CUpti_ActivityMemory3` and `Memory4` (`MEMORY2`
@@ -142,6 +175,15 @@ pub(crate) mod memory {
     /// `memoryPoolConfig.utilizedSize`: the pool's bytes in use.
     pub(crate) const POOL_UTILIZED: usize = 112;
     pub(crate) const PREFIX: usize = 120;
+    /// Memory records name no graph.
+    pub(super) const PLACEMENT: super::PlacementAt = super::PlacementAt {
+        device: DEVICE,
+        context: CONTEXT,
+        stream: STREAM,
+        correlation: CORRELATION,
+        graph: None,
+        graph_node: None,
+    };
 }
 
 /// `CUpti_ActivityMemoryPoolType` values.
@@ -220,135 +262,182 @@ pub fn read(bytes: &[u8], names: &dyn Names) -> Option<Activity> {
     if bytes.len() < prefix_len(kind)? {
         return None;
     }
-    let u32_ = |at| u32_at(bytes, at).unwrap_or(0);
-    let u64_ = |at| u64_at(bytes, at).unwrap_or(0);
-    let dims = |at: usize| [u32_(at), u32_(at + 4), u32_(at + 8)];
-    Some(match kind {
-        kind::KERNEL | kind::CONCURRENT_KERNEL => Activity::Kernel {
-            name: names.kernel(u64_(kernel::NAME)),
-            start: u64_(kernel::START),
-            end: u64_(kernel::END),
-            at: Placement {
-                device_id: u32_(kernel::DEVICE),
-                context_id: u32_(kernel::CONTEXT),
-                stream_id: u32_(kernel::STREAM),
-                correlation_id: u32_(kernel::CORRELATION),
-                graph_id: u32_(kernel::GRAPH),
-                graph_node_id: u64_(kernel::GRAPH_NODE),
-            },
-            details: KernelDetails {
-                registers_per_thread: u16::from_le_bytes([
-                    bytes[kernel::REGISTERS],
-                    bytes[kernel::REGISTERS + 1],
-                ]),
-                static_shared_memory: u32_(kernel::STATIC_SHARED),
-                dynamic_shared_memory: u32_(kernel::DYNAMIC_SHARED),
-                grid: dims(kernel::GRID),
-                block: dims(kernel::BLOCK),
-            },
-        },
-        kind::MEMCPY => Activity::Memcpy {
-            copy_kind: bytes[memcpy::COPY_KIND],
-            src_kind: bytes[memcpy::SRC_KIND],
-            dst_kind: bytes[memcpy::DST_KIND],
-            bytes: u64_(memcpy::BYTES),
-            start: u64_(memcpy::START),
-            end: u64_(memcpy::END),
-            at: Placement {
-                device_id: u32_(memcpy::DEVICE),
-                context_id: u32_(memcpy::CONTEXT),
-                stream_id: u32_(memcpy::STREAM),
-                correlation_id: u32_(memcpy::CORRELATION),
-                graph_id: u32_(memcpy::GRAPH),
-                graph_node_id: u64_(memcpy::GRAPH_NODE),
-            },
-        },
-        kind::MEMSET => Activity::Memset {
-            bytes: u64_(memset::BYTES),
-            start: u64_(memset::START),
-            end: u64_(memset::END),
-            at: Placement {
-                device_id: u32_(memset::DEVICE),
-                context_id: u32_(memset::CONTEXT),
-                stream_id: u32_(memset::STREAM),
-                correlation_id: u32_(memset::CORRELATION),
-                graph_id: u32_(memset::GRAPH),
-                graph_node_id: u64_(memset::GRAPH_NODE),
-            },
-        },
-        kind::DRIVER | kind::RUNTIME => Activity::Api {
-            name: names.api(kind, u32_(api::CBID)),
-            start: u64_(api::START),
-            end: u64_(api::END),
-            thread_id: u32_(api::THREAD),
-            correlation_id: u32_(api::CORRELATION),
-        },
-        kind::MARKER => {
-            let flags = u32_(marker::FLAGS);
-            let phase = if flags & marker_flag::START != 0 {
-                MarkerPhase::Start
-            } else if flags & marker_flag::END != 0 {
-                MarkerPhase::End
-            } else if flags & marker_flag::INSTANTANEOUS != 0 {
-                MarkerPhase::Instant
-            } else {
-                // Synchronisation markers (nvtxDomainSync*) are not ranges.
-                return None;
-            };
-            let thread = u32_(marker::OBJECT_KIND) == OBJECT_THREAD;
-            let named = phase != MarkerPhase::End;
-            Activity::Marker {
-                phase,
-                id: u32_(marker::ID),
-                timestamp: u64_(marker::TIMESTAMP),
-                thread_id: if thread { u32_(marker::THREAD) } else { 0 },
-                name: named.then(|| names.string(u64_(marker::NAME))).flatten(),
-                domain: named.then(|| names.string(u64_(marker::DOMAIN))).flatten(),
-            }
+    let r = Record(bytes);
+    match kind {
+        kind::KERNEL | kind::CONCURRENT_KERNEL => Some(r.kernel(names)),
+        kind::MEMCPY => Some(r.memcpy()),
+        kind::MEMSET => Some(r.memset()),
+        kind::DRIVER | kind::RUNTIME => Some(r.api(kind, names)),
+        kind::MARKER => r.marker(names),
+        kind::EXTERNAL_CORRELATION => Some(r.external_correlation()),
+        kind::MEMORY2 => Some(r.memory()),
+        kind::GRAPH_TRACE => Some(r.graph_trace()),
+        _ => None,
+    }
+}
+
+/// Where a record kind keeps the fields of its [`Placement`]; one it lacks reads 0.
+struct PlacementAt {
+    device: usize,
+    context: usize,
+    stream: usize,
+    correlation: usize,
+    graph: Option<usize>,
+    graph_node: Option<usize>,
+}
+
+/// A record at least as long as its kind's prefix, read field by field. A field past
+/// the end reads 0, though the prefix check leaves none there.
+#[derive(Clone, Copy)]
+struct Record<'a>(&'a [u8]);
+
+impl Record<'_> {
+    fn u8(self, at: usize) -> u8 {
+        self.0.get(at).copied().unwrap_or(0)
+    }
+
+    fn u16(self, at: usize) -> u16 {
+        u16::from_le_bytes([self.u8(at), self.u8(at + 1)])
+    }
+
+    fn u32(self, at: usize) -> u32 {
+        u32_at(self.0, at).unwrap_or(0)
+    }
+
+    fn u64(self, at: usize) -> u64 {
+        u64_at(self.0, at).unwrap_or(0)
+    }
+
+    /// Three `u32`s: a grid's or a block's x, y and z.
+    fn dims(self, at: usize) -> [u32; 3] {
+        [self.u32(at), self.u32(at + 4), self.u32(at + 8)]
+    }
+
+    fn placement(self, at: &PlacementAt) -> Placement {
+        Placement {
+            device_id: self.u32(at.device),
+            context_id: self.u32(at.context),
+            stream_id: self.u32(at.stream),
+            correlation_id: self.u32(at.correlation),
+            graph_id: at.graph.map_or(0, |g| self.u32(g)),
+            graph_node_id: at.graph_node.map_or(0, |n| self.u64(n)),
         }
-        kind::EXTERNAL_CORRELATION => Activity::ExternalCorrelation {
-            correlation_id: u32_(external::CORRELATION),
-            external_id: u64_(external::EXTERNAL_ID),
-        },
-        kind::MEMORY2 => Activity::Memory {
-            operation: u32_(memory::OPERATION),
-            memory_kind: u32_(memory::MEMORY_KIND),
-            address: u64_(memory::ADDRESS),
-            bytes: u64_(memory::BYTES),
-            timestamp: u64_(memory::TIMESTAMP),
-            at: Placement {
-                device_id: u32_(memory::DEVICE),
-                context_id: u32_(memory::CONTEXT),
-                stream_id: u32_(memory::STREAM),
-                correlation_id: u32_(memory::CORRELATION),
-                ..Placement::default()
+    }
+
+    fn kernel(self, names: &dyn Names) -> Activity {
+        Activity::Kernel {
+            name: names.kernel(self.u64(kernel::NAME)),
+            start: self.u64(kernel::START),
+            end: self.u64(kernel::END),
+            at: self.placement(&kernel::PLACEMENT),
+            details: KernelDetails {
+                registers_per_thread: self.u16(kernel::REGISTERS),
+                static_shared_memory: self.u32(kernel::STATIC_SHARED),
+                dynamic_shared_memory: self.u32(kernel::DYNAMIC_SHARED),
+                grid: self.dims(kernel::GRID),
+                block: self.dims(kernel::BLOCK),
             },
-            pool: match u32_(memory::POOL_TYPE) {
+        }
+    }
+
+    fn memcpy(self) -> Activity {
+        Activity::Memcpy {
+            copy_kind: self.u8(memcpy::COPY_KIND),
+            src_kind: self.u8(memcpy::SRC_KIND),
+            dst_kind: self.u8(memcpy::DST_KIND),
+            bytes: self.u64(memcpy::BYTES),
+            start: self.u64(memcpy::START),
+            end: self.u64(memcpy::END),
+            at: self.placement(&memcpy::PLACEMENT),
+        }
+    }
+
+    fn memset(self) -> Activity {
+        Activity::Memset {
+            bytes: self.u64(memset::BYTES),
+            start: self.u64(memset::START),
+            end: self.u64(memset::END),
+            at: self.placement(&memset::PLACEMENT),
+        }
+    }
+
+    /// A driver or runtime call (`kind`).
+    fn api(self, kind: u32, names: &dyn Names) -> Activity {
+        Activity::Api {
+            name: names.api(kind, self.u32(api::CBID)),
+            start: self.u64(api::START),
+            end: self.u64(api::END),
+            thread_id: self.u32(api::THREAD),
+            correlation_id: self.u32(api::CORRELATION),
+        }
+    }
+
+    /// An NVTX range's start or end, or a mark; `None` for a synchronisation marker
+    /// (`nvtxDomainSync*`), which is no range.
+    fn marker(self, names: &dyn Names) -> Option<Activity> {
+        let flags = self.u32(marker::FLAGS);
+        let phase = if flags & marker_flag::START != 0 {
+            MarkerPhase::Start
+        } else if flags & marker_flag::END != 0 {
+            MarkerPhase::End
+        } else if flags & marker_flag::INSTANTANEOUS != 0 {
+            MarkerPhase::Instant
+        } else {
+            return None;
+        };
+        let thread = self.u32(marker::OBJECT_KIND) == OBJECT_THREAD;
+        let named = phase != MarkerPhase::End;
+        Some(Activity::Marker {
+            phase,
+            id: self.u32(marker::ID),
+            timestamp: self.u64(marker::TIMESTAMP),
+            thread_id: if thread { self.u32(marker::THREAD) } else { 0 },
+            name: named
+                .then(|| names.string(self.u64(marker::NAME)))
+                .flatten(),
+            domain: named
+                .then(|| names.string(self.u64(marker::DOMAIN)))
+                .flatten(),
+        })
+    }
+
+    fn external_correlation(self) -> Activity {
+        Activity::ExternalCorrelation {
+            correlation_id: self.u32(external::CORRELATION),
+            external_id: self.u64(external::EXTERNAL_ID),
+        }
+    }
+
+    /// A device memory allocation or release, with its pool when it came from one.
+    fn memory(self) -> Activity {
+        Activity::Memory {
+            operation: self.u32(memory::OPERATION),
+            memory_kind: self.u32(memory::MEMORY_KIND),
+            address: self.u64(memory::ADDRESS),
+            bytes: self.u64(memory::BYTES),
+            timestamp: self.u64(memory::TIMESTAMP),
+            at: self.placement(&memory::PLACEMENT),
+            pool: match self.u32(memory::POOL_TYPE) {
                 memory_pool_type::NONE => None,
                 pool_type => Some(MemoryPool {
                     pool_type,
-                    address: u64_(memory::POOL_ADDRESS),
-                    release_threshold: u64_(memory::POOL_RELEASE_THRESHOLD),
-                    size: u64_(memory::POOL_SIZE),
-                    utilized: u64_(memory::POOL_UTILIZED),
+                    address: self.u64(memory::POOL_ADDRESS),
+                    release_threshold: self.u64(memory::POOL_RELEASE_THRESHOLD),
+                    size: self.u64(memory::POOL_SIZE),
+                    utilized: self.u64(memory::POOL_UTILIZED),
                 }),
             },
-        },
-        kind::GRAPH_TRACE => Activity::GraphTrace(crate::activity::GraphTrace {
-            graph_id: u32_(graph_trace::GRAPH),
-            start: u64_(graph_trace::START),
-            end: u64_(graph_trace::END),
-            at: Placement {
-                device_id: u32_(graph_trace::DEVICE),
-                context_id: u32_(graph_trace::CONTEXT),
-                stream_id: u32_(graph_trace::STREAM),
-                correlation_id: u32_(graph_trace::CORRELATION),
-                graph_id: u32_(graph_trace::GRAPH),
-                graph_node_id: 0,
-            },
-        }),
-        _ => return None,
-    })
+        }
+    }
+
+    fn graph_trace(self) -> Activity {
+        Activity::GraphTrace(crate::activity::GraphTrace {
+            graph_id: self.u32(graph_trace::GRAPH),
+            start: self.u64(graph_trace::START),
+            end: self.u64(graph_trace::END),
+            at: self.placement(&graph_trace::PLACEMENT),
+        })
+    }
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {

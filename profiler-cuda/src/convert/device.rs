@@ -13,6 +13,7 @@ use profiler_core::xspace::{
 };
 
 use crate::activity::{Activity, DeviceTrace, Placement};
+use crate::kernel::KernelDetails;
 use crate::occupancy::{theoretical_occupancy, SmLimits};
 use crate::stats::{
     self, device, ANNOTATION, CORRELATION_ID, CUDA_GRAPH_EXEC_ID, CUDA_GRAPH_ID,
@@ -27,62 +28,142 @@ use super::memory::Change;
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
 pub const GPU_PLANE_BASE_ID: i64 = 1;
 
-/// Adds a plane per GPU of `trace` to `space` (`memory`: its device memory changes); `launched_in` gives, per correlation
-/// id, the annotations and step each launch ran under, `nvtx_ranges` its innermost
-/// NVTX range, and `graphs` what the nodes of CUDA graphs were captured under.
+/// What the host side of a trace knows of each launch, to attribute the device work
+/// it started: per correlation id, the annotations and step the launch ran under and
+/// its innermost NVTX range; and what the nodes of CUDA graphs were captured under.
+pub(super) struct Attribution<'a> {
+    pub(super) launched_in: &'a HashMap<u32, LaunchedIn>,
+    pub(super) nvtx_ranges: &'a HashMap<u32, String>,
+    pub(super) graphs: &'a Graphs,
+}
+
+impl Attribution<'_> {
+    /// What the work at `at` ran under. Work inside a graph runs under what its node
+    /// was captured under, in the step of the launch that replayed it.
+    fn launched(&self, at: &Placement) -> Option<Cow<'_, LaunchedIn>> {
+        let launch = self.launched_in.get(&at.correlation_id);
+        let captured = (at.graph_node_id != 0)
+            .then(|| self.graphs.captured_in(at.graph_node_id))
+            .flatten();
+        match captured {
+            Some(c) => Some(Cow::Owned(LaunchedIn {
+                step: launch.and_then(|l| l.step).or(c.step),
+                ..c.clone()
+            })),
+            None => launch.map(Cow::Borrowed),
+        }
+    }
+
+    /// The innermost NVTX range open at the launch of the work at `at`.
+    fn nvtx_range(&self, at: &Placement) -> Option<&String> {
+        self.nvtx_ranges.get(&at.correlation_id)
+    }
+}
+
+/// Adds a plane per GPU of `trace` to `space`: each device's capabilities, its work
+/// on stream lines attributed to what launched it, its memory in use (`memory`: its
+/// device memory changes), its PM samples, and the graph node mapping when asked for.
 pub(super) fn add_planes(
     trace: &DeviceTrace,
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
-    launched_in: &HashMap<u32, LaunchedIn>,
-    nvtx_ranges: &HashMap<u32, String>,
-    graphs: &Graphs,
+    attribution: &Attribution<'_>,
     memory: &[Change],
 ) {
-    let mut planes: BTreeMap<u32, DevicePlane> = BTreeMap::new();
+    let mut planes = DevicePlanes::default();
     for device in &trace.devices {
-        planes
-            .entry(device.ordinal)
-            .or_insert_with(|| DevicePlane::new(device.ordinal))
-            .caps(device);
+        planes.of(device.ordinal).caps(device);
     }
-    let limits: HashMap<u32, SmLimits> = trace
-        .devices
-        .iter()
-        .filter_map(|d| Some((d.ordinal, d.sm?)))
-        .collect();
-    // A program launches the same few shapes over and over: each shape's stat, with its
-    // occupancy, is made once per device.
-    let mut kernel_stats: HashMap<(u32, crate::kernel::KernelDetails), Rc<str>> =
-        HashMap::default();
+    add_work(trace, &mut planes, to_session_ns, attribution);
+    add_memory_in_use(memory, &mut planes, to_session_ns);
+    if let Some(warning) = add_pm_samples(trace, &mut planes, to_session_ns) {
+        space.warnings.push(warning);
+    }
+    if trace.dump_graph_node_mapping {
+        for (device, lines) in attribution.graphs.mapping(trace) {
+            planes
+                .of(device)
+                .plane
+                .add_plane_stat(CUDA_GRAPH_NODE_MAPPING, XStatValue::Str(lines.join("\n")));
+        }
+    }
+    space.planes.extend(planes.build());
+}
+
+/// The planes of a trace's devices, by ordinal, each made at its first use.
+#[derive(Default)]
+struct DevicePlanes(BTreeMap<u32, DevicePlane>);
+
+impl DevicePlanes {
+    /// The plane of device `ordinal`.
+    fn of(&mut self, ordinal: u32) -> &mut DevicePlane {
+        self.0
+            .entry(ordinal)
+            .or_insert_with(|| DevicePlane::new(ordinal))
+    }
+
+    /// The planes, in ordinal order.
+    fn build(self) -> impl Iterator<Item = XPlane> {
+        self.0.into_values().map(DevicePlane::build)
+    }
+}
+
+/// Puts the kernels, copies, memsets and whole-graph launches of `trace` on their
+/// streams' lines, each attributed to what launched it; work outside the session is
+/// left out.
+fn add_work(
+    trace: &DeviceTrace,
+    planes: &mut DevicePlanes,
+    to_session_ns: &dyn Fn(u64) -> Option<u64>,
+    attribution: &Attribution<'_>,
+) {
+    let mut kernel_stats = KernelStats::of(trace);
     for activity in &trace.activities {
-        let (name, start, end, at, details) = match activity {
+        let Some(work) = Work::of(activity, &mut kernel_stats, attribution.graphs) else {
+            continue;
+        };
+        let (Some(start), Some(end)) = (to_session_ns(work.start), to_session_ns(work.end)) else {
+            continue;
+        };
+        let at = work.at;
+        planes.of(at.device_id).add(
+            &work.name,
+            (start, end),
+            at,
+            work.details,
+            attribution.launched(at).as_deref(),
+            attribution.nvtx_range(at),
+        );
+    }
+}
+
+/// One piece of device work: what its event is named, its span on the device's clock,
+/// where it ran and its details stat.
+struct Work<'a> {
+    name: Cow<'a, str>,
+    start: u64,
+    end: u64,
+    at: &'a Placement,
+    details: Details,
+}
+
+impl<'a> Work<'a> {
+    /// The work of `activity`, or `None` for a record that is no work on a stream.
+    fn of(activity: &'a Activity, kernels: &mut KernelStats, graphs: &Graphs) -> Option<Self> {
+        let work = match activity {
             Activity::Kernel {
                 name,
                 start,
                 end,
                 at,
                 details,
-            } => (
-                Cow::Borrowed(name.as_str()),
-                *start,
-                *end,
+            } => Work {
+                name: Cow::Borrowed(name.as_str()),
+                start: *start,
+                end: *end,
                 at,
-                Details::Kernel(
-                    kernel_stats
-                        .entry((at.device_id, *details))
-                        .or_insert_with(|| {
-                            Rc::from(
-                                details.to_stat(
-                                    limits
-                                        .get(&at.device_id)
-                                        .and_then(|sm| theoretical_occupancy(details, sm)),
-                                ),
-                            )
-                        })
-                        .clone(),
-                ),
-            ),
+                details: Details::Kernel(kernels.stat(at.device_id, details)),
+            },
             Activity::Memcpy {
                 copy_kind,
                 src_kind,
@@ -91,64 +172,84 @@ pub(super) fn add_planes(
                 start,
                 end,
                 at,
-            } => (
-                Cow::Borrowed(copy_name(*copy_kind)),
-                *start,
-                *end,
+            } => Work {
+                name: Cow::Borrowed(copy_name(*copy_kind)),
+                start: *start,
+                end: *end,
                 at,
-                Details::Memcpy(format!(
+                details: Details::Memcpy(format!(
                     "kind_src:{} kind_dst:{} size:{bytes}",
                     memory_kind(*src_kind),
                     memory_kind(*dst_kind)
                 )),
-            ),
+            },
             Activity::Memset {
                 bytes,
                 start,
                 end,
                 at,
-            } => (
-                Cow::Borrowed("Memset"),
-                *start,
-                *end,
+            } => Work {
+                name: Cow::Borrowed("Memset"),
+                start: *start,
+                end: *end,
                 at,
-                Details::Memset(format!("size:{bytes}")),
-            ),
-            Activity::GraphTrace(g) => (
-                Cow::Owned(format!("CudaGraphExec:{}", g.graph_id)),
-                g.start,
-                g.end,
-                &g.at,
-                Details::Graph(graphs.exec_of_launch(g.at.correlation_id)),
-            ),
-            _ => continue,
+                details: Details::Memset(format!("size:{bytes}")),
+            },
+            Activity::GraphTrace(g) => Work {
+                name: Cow::Owned(format!("CudaGraphExec:{}", g.graph_id)),
+                start: g.start,
+                end: g.end,
+                at: &g.at,
+                details: Details::Graph(graphs.exec_of_launch(g.at.correlation_id)),
+            },
+            _ => return None,
         };
-        let (Some(start), Some(end)) = (to_session_ns(start), to_session_ns(end)) else {
-            continue;
-        };
-        // Work inside a graph runs under what its node was captured under, in the step
-        // of the launch that replayed it.
-        let launch = launched_in.get(&at.correlation_id);
-        let captured = (at.graph_node_id != 0)
-            .then(|| graphs.captured_in(at.graph_node_id))
-            .flatten()
-            .map(|c| LaunchedIn {
-                step: launch.and_then(|l| l.step).or(c.step),
-                ..c.clone()
-            });
-        planes
-            .entry(at.device_id)
-            .or_insert_with(|| DevicePlane::new(at.device_id))
-            .add(
-                &name,
-                (start, end),
-                at,
-                details,
-                captured.as_ref().or(launch),
-                nvtx_ranges.get(&at.correlation_id),
-            );
+        Some(work)
     }
-    add_memory_in_use(memory, &mut planes, to_session_ns);
+}
+
+/// The `kernel_details` stat of each kernel shape on each device, with its
+/// theoretical occupancy: a program launches the same few shapes over and over, so
+/// each is made once per device.
+struct KernelStats {
+    limits: HashMap<u32, SmLimits>,
+    made: HashMap<(u32, KernelDetails), Rc<str>>,
+}
+
+impl KernelStats {
+    fn of(trace: &DeviceTrace) -> KernelStats {
+        KernelStats {
+            limits: trace
+                .devices
+                .iter()
+                .filter_map(|d| Some((d.ordinal, d.sm?)))
+                .collect(),
+            made: HashMap::default(),
+        }
+    }
+
+    /// The stat of a kernel of shape `details` on device `device`.
+    fn stat(&mut self, device: u32, details: &KernelDetails) -> Rc<str> {
+        let limits = &self.limits;
+        self.made
+            .entry((device, *details))
+            .or_insert_with(|| {
+                let occupancy = limits
+                    .get(&device)
+                    .and_then(|sm| theoretical_occupancy(details, sm));
+                Rc::from(details.to_stat(occupancy))
+            })
+            .clone()
+    }
+}
+
+/// Puts each PM sample of `trace` on its device's counter line, and returns a warning
+/// counting those outside the session, which are left out.
+fn add_pm_samples(
+    trace: &DeviceTrace,
+    planes: &mut DevicePlanes,
+    to_session_ns: &dyn Fn(u64) -> Option<u64>,
+) -> Option<String> {
     let mut outside = 0u64;
     for sample in &trace.pm_samples {
         let Some(metric) = trace.pm_metrics.get(sample.metric) else {
@@ -159,35 +260,22 @@ pub(super) fn add_planes(
             continue;
         };
         planes
-            .entry(sample.device_id)
-            .or_insert_with(|| DevicePlane::new(sample.device_id))
+            .of(sample.device_id)
             .counter(metric, at, sample.value);
     }
-    if outside > 0 {
-        space.warnings.push(format!(
+    (outside > 0).then(|| {
+        format!(
             "prof: gpu_pm_sample_counters: {outside} of {} PM samples fell outside the session and were left out",
             trace.pm_samples.len()
-        ));
-    }
-    if trace.dump_graph_node_mapping {
-        for (device, lines) in graphs.mapping(trace) {
-            planes
-                .entry(device)
-                .or_insert_with(|| DevicePlane::new(device))
-                .plane
-                .add_plane_stat(CUDA_GRAPH_NODE_MAPPING, XStatValue::Str(lines.join("\n")));
-        }
-    }
-    space
-        .planes
-        .extend(planes.into_values().map(DevicePlane::build));
+        )
+    })
 }
 
 /// Per device, the bytes of device memory in use after each of `memory`'s changes, as
 /// samples of its plane's [`DEVICE_BYTES_IN_USE`] counter.
 fn add_memory_in_use(
     memory: &[Change],
-    planes: &mut BTreeMap<u32, DevicePlane>,
+    planes: &mut DevicePlanes,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
 ) {
     for change in memory {
@@ -195,8 +283,7 @@ fn add_memory_in_use(
             continue;
         };
         planes
-            .entry(change.device)
-            .or_insert_with(|| DevicePlane::new(change.device))
+            .of(change.device)
             .counter(DEVICE_BYTES_IN_USE, at, change.in_use as f64);
     }
 }

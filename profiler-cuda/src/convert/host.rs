@@ -55,6 +55,10 @@ pub(super) struct Launches {
 /// that launched device work is always kept, whatever its name, and is the only kind
 /// that carries a `correlation_id` (the others would draw flow arrows with one end);
 /// a graph launch also carries its graph's id (`graph_of_launch`, by correlation id).
+///
+/// Three jobs, one pass over the calls in record order: [`Selection`] picks the calls
+/// to keep, [`Annotations`] attributes launches and allocations to the annotations
+/// open at them, [`ApiLines`] puts the kept calls on host lines.
 pub(super) fn add_api_calls(
     trace: &DeviceTrace,
     space: &mut XSpace,
@@ -64,34 +68,132 @@ pub(super) fn add_api_calls(
     scopes: &mut HostScopes,
     graph_of_launch: &HashMap<u32, u32>,
 ) -> Launches {
-    let external: HashMap<u32, ScopeId> = trace
-        .activities
-        .iter()
-        .filter_map(|a| match a {
-            Activity::ExternalCorrelation {
-                correlation_id,
-                external_id,
-            } => Some((*correlation_id, ScopeId::from_u64(*external_id))),
-            _ => None,
-        })
-        .collect();
-    let host = space
-        .planes
-        .iter()
-        .position(|p| p.name == schema::HOST_PLANE);
+    let mut selection = Selection::new(trace, launched, allocating);
+    let mut annotations = Annotations::new(trace.max_annotation_strings);
+    let mut lines = ApiLines::take_host_plane(space);
+    for (index, activity) in trace.activities.iter().enumerate() {
+        let Some(call) = selection.keep(index, activity, to_session_ns) else {
+            continue;
+        };
+        if call.launches || call.allocates {
+            annotations.attach(&call, scopes);
+        }
+        lines.add(&call, graph_of_launch);
+    }
+    Launches {
+        launched_in: annotations.launched_in,
+        unannotated: annotations.unannotated,
+        annotation_limit: annotations.limit,
+        api_kept: lines.put_back(space),
+        api_left_out: selection.left_out,
+    }
+}
 
-    let mut out = Launches {
-        launched_in: HashMap::default(),
-        unannotated: 0,
-        annotation_limit: trace
-            .max_annotation_strings
-            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
-        api_kept: 0,
-        api_left_out: BTreeMap::new(),
-    };
-    // A runtime call and the driver call it makes share one correlation id (CUPTI
-    // reports both when both domains are traced): only the outermost of a correlation
-    // id's calls links to its device work, so each launch → kernel flow has one start.
+/// An API call kept for the host plane, its times in the session's nanoseconds.
+struct KeptCall<'a> {
+    name: &'a str,
+    start: u64,
+    end: u64,
+    thread_id: u32,
+    correlation_id: u32,
+    /// The annotation open on the calling thread, as CUPTI's external correlation
+    /// record names it.
+    scope: Option<ScopeId>,
+    /// Whether this call links to device work it launched.
+    launches: bool,
+    /// Whether the call allocated or released device memory.
+    allocates: bool,
+}
+
+/// Which API calls go on the host plane, and how many of each name were left out.
+struct Selection<'a> {
+    all_api_calls: bool,
+    launched: &'a HashSet<u32>,
+    allocating: &'a HashSet<u32>,
+    /// The annotation scope of each correlation id, from CUPTI's external
+    /// correlation records.
+    external: HashMap<u32, ScopeId>,
+    /// Per correlation id, the outermost of its calls: (index, start, end).
+    outermost: HashMap<u32, (usize, u64, u64)>,
+    /// Calls left out, by name.
+    left_out: BTreeMap<String, u64>,
+}
+
+impl<'a> Selection<'a> {
+    fn new(
+        trace: &DeviceTrace,
+        launched: &'a HashSet<u32>,
+        allocating: &'a HashSet<u32>,
+    ) -> Selection<'a> {
+        let external = trace
+            .activities
+            .iter()
+            .filter_map(|a| match a {
+                Activity::ExternalCorrelation {
+                    correlation_id,
+                    external_id,
+                } => Some((*correlation_id, ScopeId::from_u64(*external_id))),
+                _ => None,
+            })
+            .collect();
+        Selection {
+            all_api_calls: trace.all_api_calls,
+            launched,
+            allocating,
+            external,
+            outermost: outermost_calls(trace),
+            left_out: BTreeMap::new(),
+        }
+    }
+
+    /// The call of `activity` (the `index`th record) if it is one to keep: one that
+    /// launched device work (its outermost call), allocated device memory, or is
+    /// recorded by name; `None` for any other record, and for a call outside the
+    /// session.
+    fn keep(
+        &mut self,
+        index: usize,
+        activity: &'a Activity,
+        to_session_ns: &dyn Fn(u64) -> Option<u64>,
+    ) -> Option<KeptCall<'a>> {
+        let Activity::Api {
+            name,
+            start,
+            end,
+            thread_id,
+            correlation_id,
+        } = activity
+        else {
+            return None;
+        };
+        let nested = self
+            .outermost
+            .get(correlation_id)
+            .is_some_and(|&(i, ..)| i != index);
+        let launches = self.launched.contains(correlation_id) && !nested;
+        let allocates = self.allocating.contains(correlation_id);
+        if !(launches || allocates || self.all_api_calls || api_recorded_by_default(name)) {
+            *self.left_out.entry(name.clone()).or_default() += 1;
+            return None;
+        }
+        Some(KeptCall {
+            name,
+            start: to_session_ns(*start)?,
+            end: to_session_ns(*end)?,
+            thread_id: *thread_id,
+            correlation_id: *correlation_id,
+            scope: self.external.get(correlation_id).copied(),
+            launches,
+            allocates,
+        })
+    }
+}
+
+/// Per correlation id, the outermost of its API calls. A runtime call and the driver
+/// call it makes share one correlation id (CUPTI reports both when both domains are
+/// traced): only the outermost links to its device work, so each launch → kernel flow
+/// has one start.
+fn outermost_calls(trace: &DeviceTrace) -> HashMap<u32, (usize, u64, u64)> {
     let mut outermost: HashMap<u32, (usize, u64, u64)> = HashMap::default();
     for (i, activity) in trace.activities.iter().enumerate() {
         if let Activity::Api {
@@ -112,87 +214,127 @@ pub(super) fn add_api_calls(
                 .or_insert((i, *start, *end));
         }
     }
-    let mut attached: HashSet<Rc<str>> = HashSet::default();
-    let mut api_events: BTreeMap<(i64, String), Vec<XEvent>> = BTreeMap::new();
-    let mut host_plane = host.map(|h| std::mem::take(&mut space.planes[h]));
-    let mut host_names = host_plane.as_ref().map(Interner::new);
-    for (index, activity) in trace.activities.iter().enumerate() {
-        let Activity::Api {
-            name,
-            start,
-            end,
-            thread_id,
-            correlation_id,
-        } = activity
+    outermost
+}
+
+/// What each launch, and each call that allocated device memory, ran under: the
+/// annotations open at it, within the cap on the distinct strings device work carries
+/// (`gpu_max_annotation_strings`).
+struct Annotations {
+    launched_in: HashMap<u32, LaunchedIn>,
+    /// The strings attached so far.
+    attached: HashSet<Rc<str>>,
+    limit: usize,
+    /// Launches whose annotation was left off, over the cap.
+    unannotated: u64,
+}
+
+impl Annotations {
+    fn new(max_annotation_strings: Option<u64>) -> Annotations {
+        Annotations {
+            launched_in: HashMap::default(),
+            attached: HashSet::default(),
+            limit: max_annotation_strings
+                .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+            unannotated: 0,
+        }
+    }
+
+    /// Attributes `call` to the annotations enclosing it on its thread's line, if any.
+    fn attach(&mut self, call: &KeptCall<'_>, scopes: &mut HostScopes) {
+        let Some(found) = call
+            .scope
+            .and_then(|s| scopes.enclosing(s.line, ps(call.start)))
         else {
-            continue;
+            return;
         };
-        let nested = outermost
-            .get(correlation_id)
-            .is_some_and(|&(i, ..)| i != index);
-        let launches = launched.contains(correlation_id) && !nested;
-        let allocates = allocating.contains(correlation_id);
-        if !(launches || allocates || trace.all_api_calls || api_recorded_by_default(name)) {
-            *out.api_left_out.entry(name.clone()).or_default() += 1;
-            continue;
-        }
-        let (Some(start), Some(end)) = (to_session_ns(*start), to_session_ns(*end)) else {
-            continue;
-        };
-        let scope = external.get(correlation_id);
-        if let Some(found) = scope
-            .filter(|_| launches || allocates)
-            .and_then(|s| scopes.enclosing(s.line, ps(start)))
+        // The cap counts the distinct strings device work carries.
+        let key = found.tf_op.as_ref().unwrap_or(&found.annotation);
+        if self.attached.contains(key)
+            || (self.attached.len() < self.limit && self.attached.insert(key.clone()))
         {
-            // The cap counts the distinct strings device work carries.
-            let key = found.tf_op.as_ref().unwrap_or(&found.annotation);
-            if attached.contains(key)
-                || (attached.len() < out.annotation_limit && attached.insert(key.clone()))
-            {
-                out.launched_in.insert(*correlation_id, found);
-            } else {
-                out.unannotated += 1;
-            }
+            self.launched_in.insert(call.correlation_id, found);
+        } else {
+            self.unannotated += 1;
         }
-        let (Some(plane), Some(names)) = (host_plane.as_mut(), host_names.as_mut()) else {
-            continue;
+    }
+}
+
+/// The kept API calls as events of the host plane: on the line of the annotation open
+/// at the call, or on a `CUDA API (thread n)` line of their own.
+struct ApiLines {
+    /// The host plane, taken out of the space while its names are added, with its
+    /// index there and its names; `None` when the space has no host plane.
+    host: Option<(usize, XPlane, Interner)>,
+    /// Events by line (id, name).
+    events: BTreeMap<(i64, String), Vec<XEvent>>,
+    /// Calls put on a line.
+    kept: u64,
+}
+
+impl ApiLines {
+    fn take_host_plane(space: &mut XSpace) -> ApiLines {
+        let host = space
+            .planes
+            .iter()
+            .position(|p| p.name == schema::HOST_PLANE)
+            .map(|h| {
+                let plane = std::mem::take(&mut space.planes[h]);
+                let names = Interner::new(&plane);
+                (h, plane, names)
+            });
+        ApiLines {
+            host,
+            events: BTreeMap::new(),
+            kept: 0,
+        }
+    }
+
+    fn add(&mut self, call: &KeptCall<'_>, graph_of_launch: &HashMap<u32, u32>) {
+        let Some((_, plane, names)) = self.host.as_mut() else {
+            return;
         };
-        let line = match scope {
+        let line = match call.scope {
             Some(s) => (i64::from(s.line), String::new()),
             None => (
-                i64::from(schema::DEVICE_API_LINES_ID + (*thread_id & 0xff_ffff)),
-                format!("CUDA API (thread {thread_id})"),
+                i64::from(schema::DEVICE_API_LINES_ID + (call.thread_id & 0xff_ffff)),
+                format!("CUDA API (thread {})", call.thread_id),
             ),
         };
-        let mut stats = if launches {
+        let mut stats = if call.launches {
             Stats::from([names.stat(
                 plane,
                 CORRELATION_ID,
-                XStatValue::Uint64(u64::from(*correlation_id)),
+                XStatValue::Uint64(u64::from(call.correlation_id)),
             )])
         } else {
             Stats::new()
         };
-        if let Some(graph) = graph_of_launch.get(correlation_id) {
+        if let Some(graph) = graph_of_launch.get(&call.correlation_id) {
             stats.push(names.stat(plane, CUDA_GRAPH_ID, XStatValue::Uint64(u64::from(*graph))));
         }
-        out.api_kept += 1;
-        api_events.entry(line).or_default().push(
+        self.kept += 1;
+        self.events.entry(line).or_default().push(
             XEvent::new(
-                names.event(plane, name),
-                ps(start),
-                ps(end.saturating_sub(start)),
+                names.event(plane, call.name),
+                ps(call.start),
+                ps(call.end.saturating_sub(call.start)),
             )
             .with_stats(stats),
         );
     }
-    if let (Some(h), Some(mut plane)) = (host, host_plane) {
-        for ((id, name), events) in api_events {
-            merge_into_line(&mut plane, id, &name, events);
+
+    /// Merges the calls into their lines and puts the host plane back; returns how
+    /// many calls it holds.
+    fn put_back(self, space: &mut XSpace) -> u64 {
+        if let Some((h, mut plane, _)) = self.host {
+            for ((id, name), events) in self.events {
+                merge_into_line(&mut plane, id, &name, events);
+            }
+            space.planes[h] = plane;
         }
-        space.planes[h] = plane;
+        self.kept
     }
-    out
 }
 
 /// One host event that may enclose a launch.

@@ -229,15 +229,12 @@ pub fn add_to_space(
     let changes = memory::changes(&blocks);
     memory::add_events(trace, &changes, space, to_session_ns, &launches.launched_in);
     memory::publish(&blocks);
-    device::add_planes(
-        trace,
-        space,
-        to_session_ns,
-        &launches.launched_in,
-        &nvtx_ranges,
-        &graphs,
-        &changes,
-    );
+    let attribution = device::Attribution {
+        launched_in: &launches.launched_in,
+        nvtx_ranges: &nvtx_ranges,
+        graphs: &graphs,
+    };
+    device::add_planes(trace, space, to_session_ns, &attribution, &changes);
     let (unannotated, annotation_limit) = (launches.unannotated, launches.annotation_limit);
     let mut calls = ApiCalls {
         kept: launches.api_kept,
