@@ -130,20 +130,81 @@ pub mod memory {
 pub use profiler_remote::client;
 /// Remote capture: the `tensorflow.ProfilerService` server
 /// (`prof::server::start(6009)`), as TensorBoard/XProf's Capture button, JAX's
-/// `collect_profile` and `capture-profile` reach it.
+/// `collect_profile` and `capture-profile` reach it. [`server::start`] and
+/// [`server::ServerBuilder::start`] register this build's device tracers for the
+/// sessions the server captures, as [`crate::start`] does.
 #[cfg(feature = "remote")]
 pub mod server {
+    use std::net::IpAddr;
+    use std::path::PathBuf;
+
     pub use profiler_remote::server::*;
 
     /// Starts a server on 127.0.0.1:`port` (0 picks a free port), on its own threads,
-    /// with this build's device tracers registered for the sessions it captures (as
-    /// [`crate::start`] does; a [`ServerBuilder`] does not register them).
+    /// with this build's device tracers registered for the sessions it captures.
     ///
     /// # Errors
     /// [`crate::ErrorKind::Io`] when the port cannot be bound.
     pub fn start(port: u16) -> crate::Result<ServerHandle> {
-        crate::register_tracers();
-        profiler_remote::server::start(port)
+        ServerBuilder::new(port).start()
+    }
+
+    /// Configures a server before starting it: the server crate's
+    /// [`profiler_remote::server::ServerBuilder`], whose [`start`](ServerBuilder::start)
+    /// registers this build's device tracers first.
+    #[derive(Clone, Debug)]
+    pub struct ServerBuilder(profiler_remote::server::ServerBuilder);
+
+    impl ServerBuilder {
+        /// A server for 127.0.0.1:`port`.
+        pub fn new(port: u16) -> Self {
+            ServerBuilder(profiler_remote::server::ServerBuilder::new(port))
+        }
+
+        /// Listens on `ip` instead of 127.0.0.1; see
+        /// [`profiler_remote::server::ServerBuilder::address`] for what that exposes.
+        pub fn address(self, ip: IpAddr) -> Self {
+            ServerBuilder(self.0.address(ip))
+        }
+
+        /// Replaces the [`Limits`].
+        pub fn limits(self, limits: Limits) -> Self {
+            ServerBuilder(self.0.limits(limits))
+        }
+
+        /// Where the server may write the files clients ask for; see
+        /// [`profiler_remote::server::ServerBuilder::writes`].
+        pub fn writes(self, writes: Writes) -> Self {
+            ServerBuilder(self.0.writes(writes))
+        }
+
+        /// Writes files only inside `dir` (created at start); see
+        /// [`profiler_remote::server::ServerBuilder::confine_writes_to`].
+        pub fn confine_writes_to(self, dir: impl Into<PathBuf>) -> Self {
+            ServerBuilder(self.0.confine_writes_to(dir))
+        }
+
+        /// Refuses every call without `authorization: Bearer <token>`; see
+        /// [`profiler_remote::server::ServerBuilder::bearer_token`].
+        pub fn bearer_token(self, token: impl Into<String>) -> Self {
+            ServerBuilder(self.0.bearer_token(token))
+        }
+
+        /// Serves over TLS with this certificate chain and private key, both PEM.
+        #[cfg(feature = "tls")]
+        pub fn tls(self, cert_pem: impl Into<Vec<u8>>, key_pem: impl Into<Vec<u8>>) -> Self {
+            ServerBuilder(self.0.tls(cert_pem, key_pem))
+        }
+
+        /// Registers this build's device tracers, binds the port and serves on a
+        /// thread of its own.
+        ///
+        /// # Errors
+        /// As [`profiler_remote::server::ServerBuilder::start`].
+        pub fn start(self) -> crate::Result<ServerHandle> {
+            crate::register_tracers();
+            self.0.start()
+        }
     }
 }
 
@@ -325,11 +386,13 @@ pub fn resume() -> Result<()> {
 }
 
 /// Registers the device tracers this build has (feature `cuda`) for every later
-/// session. The core cannot know them, so each facade entry point that starts
-/// sessions calls this: [`start`], [`flight_recorder::start`] and `server::start`.
-/// The scheduled profiler and a `ServerBuilder` are the core's and the server
-/// crate's own types: with them, call `prof::cuda::register()` once first.
+/// session. The core cannot know them, so every facade entry point that starts
+/// sessions calls this: [`start`] (and so [`Session::start`] and [`profile`]),
+/// [`start_in_memory`], [`flight_recorder::start`], [`schedule::Profiler::start`],
+/// and, under `remote`, `server::start` and `server::ServerBuilder::start`.
 fn register_tracers() {
+    #[cfg(test)]
+    tests::REGISTERED.with(|n| n.set(n.get() + 1));
     #[cfg(feature = "cuda")]
     profiler_cuda::register();
 }
@@ -442,12 +505,79 @@ mod guide {
     struct Checking;
 }
 
-#[cfg(all(test, feature = "cuda"))]
+#[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+    use std::sync::Mutex;
+
+    thread_local! {
+        /// Calls of `register_tracers` on this thread: each path is started on the
+        /// test's own thread, so tests running beside it do not count here.
+        pub(super) static REGISTERED: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// One session at a time in the process.
+    static SESSIONS: Mutex<()> = Mutex::new(());
+
+    /// Whether `start` registered this build's tracers on this thread.
+    fn registers(what: &str, start: impl FnOnce()) {
+        let before = REGISTERED.with(Cell::get);
+        start();
+        assert_eq!(
+            REGISTERED.with(Cell::get),
+            before + 1,
+            "{what} did not register this build's device tracers"
+        );
+    }
+
+    #[test]
+    fn every_path_that_starts_sessions_registers_the_tracers() {
+        let _one = SESSIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = crate::ProfileOptions::default;
+        registers("prof::start", || {
+            crate::start(dir.path().join("start"), options()).expect("start");
+            crate::stop().expect("stop");
+        });
+        registers("prof::Session::start", || {
+            drop(crate::Session::start(dir.path().join("session"), options()).expect("start"));
+        });
+        registers("prof::profile", || {
+            crate::profile(dir.path().join("profile"), options(), || ()).expect("profile");
+        });
+        registers("prof::start_in_memory", || {
+            crate::start_in_memory(options()).expect("start");
+            crate::stop().expect("stop");
+        });
+        registers("prof::flight_recorder::start", || {
+            let recorder = crate::flight_recorder::FlightRecorder::new(1024);
+            crate::flight_recorder::start(options(), recorder).expect("start");
+            crate::stop().expect("stop");
+        });
+        registers("prof::schedule::Profiler::start", || {
+            let schedule = crate::schedule::Schedule::new(1, 1, 1);
+            let mut profiler = crate::schedule::Profiler::new(options(), schedule).expect("new");
+            profiler.start().expect("start"); // step 0 waits: no session yet
+            profiler.stop().expect("stop");
+        });
+        #[cfg(feature = "remote")]
+        {
+            registers("prof::server::start", || {
+                crate::server::start(0).expect("bind loopback").stop();
+            });
+            registers("prof::server::ServerBuilder::start", || {
+                let builder = crate::server::ServerBuilder::new(0);
+                builder.start().expect("bind loopback").stop();
+            });
+        }
+    }
+
     /// Without CUDA the device tracer, once registered, says so in the profile: the
     /// warning shows that an entry point registered it.
+    #[cfg(feature = "cuda")]
     #[test]
     fn the_flight_recorder_registers_the_device_tracer() {
+        let _one = SESSIONS.lock().unwrap_or_else(|e| e.into_inner());
         crate::flight_recorder::start(
             crate::ProfileOptions::default(),
             crate::flight_recorder::FlightRecorder::new(1024),
