@@ -52,7 +52,7 @@
 //! | run a session | [`start`], [`stop`], [`Session`], [`profile`], [`start_in_memory`], [`pause`], [`resume`], [`ProfileOptions`] | [sessions] |
 //! | profile chosen steps, or keep a ring | [`schedule`], [`flight_recorder`] | [sessions] |
 //! | export a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`] | [formats] |
-//! | summarise a profile, compare two runs | [`prelude`] ([`ProfileAnalysis`]), [`summary`], [`diff()`], [`diff`] | [comparing] |
+//! | summarise a profile, compare two runs | [`prelude`] ([`ProfileAnalysis`]), [`summary`], [`diff()`], [`diff`](mod@diff) | [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
 //! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
 //! | count memory, ask for peaks | [`TrackingAllocator`], [`memory`] | [memory] |
@@ -90,8 +90,9 @@ pub use profiler_export as export;
 pub use profiler_export::ProfileExport;
 
 /// Comparing two runs: [`diff()`](crate::diff()) compares them with the default
-/// options, [`diff_with`] with yours; [`Diff`] is what they return (see
-/// [`profiler_analysis::diff`] for how a difference is called significant).
+/// options, [`diff_with`](diff::diff_with) with yours; [`Diff`](diff::Diff) is what
+/// they return (see [`profiler_analysis::diff`] for how a difference is called
+/// significant).
 pub mod diff {
     // Listed rather than globbed, so that the function `diff` has one path:
     // `prof::diff()`.

@@ -107,7 +107,7 @@ pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
 }
 
 /// A Chrome JSON trace file, gzipped when its path ends in `.gz`: the [`Sink`] of
-/// [`write`].
+/// [`write()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChromeJsonFile {
     path: PathBuf,

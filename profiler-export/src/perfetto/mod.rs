@@ -96,7 +96,7 @@ pub fn write(space: &XSpace, path: &Path) -> Result<Totals> {
     write_timeline(&Timeline::new(space), path)
 }
 
-/// A Perfetto trace file: the [`Sink`] of [`write`].
+/// A Perfetto trace file: the [`Sink`] of [`write()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerfettoFile {
     path: PathBuf,

@@ -76,7 +76,7 @@ pub fn write(path: &Path, space: &XSpace) -> Result<()> {
     write_layout(path, space, &layout)
 }
 
-/// A `.xplane.pb` file: the [`Sink`] of [`write`] (the whole space, or an error when
+/// A `.xplane.pb` file: the [`Sink`] of [`write()`] (the whole space, or an error when
 /// XProf could not open it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XPlaneFile {
