@@ -266,8 +266,9 @@ pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<d
 /// trace beside it ([`export::fit`]).
 ///
 /// # Errors
-/// [`ErrorKind::InvalidArgument`] for invalid options or a logdir that cannot be
-/// created; [`ErrorKind::AlreadyExists`] when a session is running.
+/// [`ErrorKind::InvalidArgument`] for invalid options; [`ErrorKind::Io`] for a logdir
+/// that cannot be created (naming it, with the cause as the error's source);
+/// [`ErrorKind::AlreadyExists`] when a session is running.
 pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     let logdir = logdir.as_ref().to_path_buf();
     // Checked here as well as in the core so that bad options fail before the logdir

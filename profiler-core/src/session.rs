@@ -356,8 +356,9 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
         Ok(_) => Ok(cancel),
         Err(e) => Err(Error::new(
             ErrorKind::Io,
-            format!("cannot spawn the thread that times delay_ms/duration_ms: {e}"),
-        )),
+            "cannot spawn the thread that times delay_ms/duration_ms",
+        )
+        .with_source(e)),
     }
 }
 

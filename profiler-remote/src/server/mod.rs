@@ -240,8 +240,9 @@ impl ServerBuilder {
             return server.tls_config(config).map_err(|e| {
                 Error::new(
                     ErrorKind::InvalidArgument,
-                    format!("profiler server TLS certificate or key: {e}"),
+                    "the profiler server's TLS certificate or key cannot be used",
                 )
+                .with_source(e)
             });
         }
         Ok(server)
@@ -256,7 +257,7 @@ impl ServerBuilder {
     /// be read.
     pub fn start(self) -> profiler_core::Result<ServerHandle> {
         let io = |what: String| {
-            move |e: std::io::Error| Error::new(ErrorKind::Io, format!("{what}: {e}"))
+            move |e: std::io::Error| Error::new(ErrorKind::Io, what).with_source(e)
         };
         let auth = self.auth()?;
         let mut transport = self.transport()?;
