@@ -403,7 +403,8 @@ impl Drop for Session {
                 // Drop cannot return the error; losing it silently would lose the run.
                 Err(e) => tracing::error!(
                     target: profiler_core::log::TARGET,
-                    "the profiling session could not be saved: {e}"
+                    "the profiling session could not be saved: {}",
+                    profiler_core::error::report(&e)
                 ),
             }
         }

@@ -30,7 +30,11 @@ pub fn parse(list: &str, accepted: &[ExportFormat]) -> Result<Formats, String> {
             .join(", ")
     };
     let mut formats = Vec::new();
-    let items: Vec<&str> = list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    let items: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
     for &name in &items {
         let which = if items.len() > 1 {
             format!("{name:?} is an unknown format")

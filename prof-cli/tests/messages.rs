@@ -227,7 +227,11 @@ fn every_bad_input_in_the_guide_gets_the_message_the_guide_shows() {
         let command = places.fill(&row.command);
         let (exit, stderr) = run(&command);
         if show {
-            println!("{}\n  exit {exit:?}\n  {}", row.command, stderr.trim_end().replace('\n', "\n  "));
+            println!(
+                "{}\n  exit {exit:?}\n  {}",
+                row.command,
+                stderr.trim_end().replace('\n', "\n  ")
+            );
         }
         let says = places.fill(&row.says);
         let mistake = places.fill(&row.mistake);
@@ -246,7 +250,10 @@ fn every_bad_input_in_the_guide_gets_the_message_the_guide_shows() {
             wrong.push(format!("exit {exit:?}, not {}", row.exit));
         }
         if line.matches(mistake.as_str()).count() != 1 {
-            wrong.push(format!("names {mistake:?} {} times, not once", line.matches(mistake.as_str()).count()));
+            wrong.push(format!(
+                "names {mistake:?} {} times, not once",
+                line.matches(mistake.as_str()).count()
+            ));
         }
         // clap puts its suggestion on the lines below its error.
         if !stderr.contains(&fix) {

@@ -247,7 +247,10 @@ mod tests {
         let links = chain(e);
         for (i, link) in links.iter().enumerate() {
             for below in &links[i + 1..] {
-                assert!(!link.contains(below.as_str()), "{link:?} repeats {below:?}: {links:?}");
+                assert!(
+                    !link.contains(below.as_str()),
+                    "{link:?} repeats {below:?}: {links:?}"
+                );
             }
         }
     }
@@ -311,7 +314,10 @@ mod tests {
             "profiler server cannot listen on 127.0.0.1:6009: Address already in use (os error 98)"
         );
         let fields = format!("{e:#?}");
-        assert!(fields.contains("kind: Io") && fields.contains("has_profile: false"), "{fields}");
+        assert!(
+            fields.contains("kind: Io") && fields.contains("has_profile: false"),
+            "{fields}"
+        );
         let kept = Error::new(ErrorKind::Io, "cannot write the run")
             .with_profile(Profile::new(crate::xspace::XSpace::default()));
         assert_eq!(

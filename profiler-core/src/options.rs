@@ -390,7 +390,9 @@ impl ConfigKind {
                 ConfigKind::Int | ConfigKind::Positive | ConfigKind::Range(..) | ConfigKind::Limit,
                 ConfigValue::Str(s),
             ) => Some(not_an_integer(s)),
-            (ConfigKind::Bool, ConfigValue::Bool(_)) | (ConfigKind::Str, ConfigValue::Str(_)) => None,
+            (ConfigKind::Bool, ConfigValue::Bool(_)) | (ConfigKind::Str, ConfigValue::Str(_)) => {
+                None
+            }
             (ConfigKind::NameList, ConfigValue::Str(s)) if is_name_list(s) => None,
             (ConfigKind::NameList, ConfigValue::Str(s)) => {
                 Some(format!("{s:?} is not such a list"))
@@ -673,7 +675,10 @@ mod tests {
                 "-99999999999999999999 is too small for a 64-bit integer",
             ),
             (ConfigValue::Int(-2), "-2 is negative and not -1"),
-            (ConfigValue::Str("lots".into()), "\"lots\" is not an integer"),
+            (
+                ConfigValue::Str("lots".into()),
+                "\"lots\" is not an integer",
+            ),
             (ConfigValue::Bool(true), "\"true\" is not an integer"),
         ] {
             let value = match value {
@@ -681,9 +686,14 @@ mod tests {
                 ConfigValue::Bool(b) => ConfigValue::Str(b.to_string()),
                 v => v,
             };
-            assert_eq!(said("gpu_max_activity_api_events", value), format!("{cap}{why}"));
+            assert_eq!(
+                said("gpu_max_activity_api_events", value),
+                format!("{cap}{why}")
+            );
         }
-        assert!(said("gpu_enable_nvtx_tracking", ConfigValue::Int(1)).ends_with(": 1 is an integer"));
+        assert!(
+            said("gpu_enable_nvtx_tracking", ConfigValue::Int(1)).ends_with(": 1 is an integer")
+        );
         let msg = said("gpu_pm_sample_counters", ConfigValue::Str("a b".into()));
         assert!(msg.ends_with(": \"a b\" is not such a list"), "{msg}");
         // Never Rust's Debug form of the value.

@@ -348,7 +348,11 @@ impl Sender<'_> {
                 format!("no answer within {timeout:?}"),
                 Some(e),
             ),
-            Ok(Err(e)) => (ErrorKind::Unavailable, "the collector failed".into(), Some(e)),
+            Ok(Err(e)) => (
+                ErrorKind::Unavailable,
+                "the collector failed".into(),
+                Some(e),
+            ),
         };
         let error = Error::new(
             kind,

@@ -351,9 +351,14 @@ fn a_busy_port_is_an_error_that_reads_as_a_sentence() {
         printed.starts_with(&format!("profiler server cannot listen on {addr}: ")),
         "{printed}"
     );
-    let reason = std::error::Error::source(&e).expect("the OS's reason").to_string();
+    let reason = std::error::Error::source(&e)
+        .expect("the OS's reason")
+        .to_string();
     assert!(printed.ends_with(&reason), "{printed}");
-    assert!(!e.to_string().contains(&reason), "Display leaves the cause to source()");
+    assert!(
+        !e.to_string().contains(&reason),
+        "Display leaves the cause to source()"
+    );
 }
 
 #[test]

@@ -166,9 +166,7 @@ fn failure(address: &str, e: &CaptureError) -> String {
              (prof::server::start, jax.profiler.start_server) on that port"
         }
         CaptureError::Busy(_) => "; capture again once its capture has ended",
-        CaptureError::Deadline(_) => {
-            "; the server may be overloaded: try a shorter --duration-ms"
-        }
+        CaptureError::Deadline(_) => "; the server may be overloaded: try a shorter --duration-ms",
         _ => "",
     };
     format!("{what}{hint}")

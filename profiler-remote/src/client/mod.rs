@@ -315,9 +315,12 @@ fn classify(status: &tonic::Status) -> CaptureError {
             format!("the capture did not finish in time: {text}"),
         )),
         // prof answers ABORTED; JAX and TensorFlow answer INTERNAL with this text.
-        _ if status.message().contains("Another profiling session") => CaptureError::Busy(
-            Error::new(ErrorKind::AlreadyExists, format!("the server is busy: {text}")),
-        ),
+        _ if status.message().contains("Another profiling session") => {
+            CaptureError::Busy(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("the server is busy: {text}"),
+            ))
+        }
         _ if kind == ErrorKind::Internal => CaptureError::Server(Error::new(
             kind,
             format!("the server failed the capture: {text}"),
@@ -340,8 +343,11 @@ fn endpoint(
     }
     let endpoint = tonic::transport::Endpoint::from_shared(uri).map_err(|e| {
         CaptureError::BadAddress(
-            Error::new(ErrorKind::InvalidArgument, format!("bad address {address:?}"))
-                .with_source(e),
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("bad address {address:?}"),
+            )
+            .with_source(e),
         )
     })?;
     match &connection.tls {
@@ -363,8 +369,11 @@ fn with_tls(
     }
     endpoint.tls_config(config).map_err(|e| {
         CaptureError::BadAddress(
-            Error::new(ErrorKind::InvalidArgument, "the TLS settings cannot be used")
-                .with_source(e),
+            Error::new(
+                ErrorKind::InvalidArgument,
+                "the TLS settings cannot be used",
+            )
+            .with_source(e),
         )
     })
 }
@@ -384,7 +393,9 @@ fn authorized<T>(message: T, connection: &Connection) -> Result<tonic::Request<T
     let mut request = tonic::Request::new(message);
     if let Some(token) = &connection.bearer_token {
         let value = format!("Bearer {token}").parse().map_err(|_| {
-            CaptureError::bad_address("the bearer token cannot travel in a header: use visible ASCII")
+            CaptureError::bad_address(
+                "the bearer token cannot travel in a header: use visible ASCII",
+            )
         })?;
         request.metadata_mut().insert("authorization", value);
     }
@@ -531,7 +542,10 @@ mod tests {
         let status = tonic::Status::invalid_argument("bad duration: InvalidArgument");
         let e = classify(&status);
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert_eq!(e.to_string(), "the server refused the capture: bad duration");
+        assert_eq!(
+            e.to_string(),
+            "the server refused the capture: bad duration"
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
 use profiler_core::error::report;
+use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
 use profiler_core::Profile;
 use tonic::Status;
 

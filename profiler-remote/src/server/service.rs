@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::error::report;
+use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::{session, ErrorKind, Profile};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
@@ -185,8 +185,8 @@ impl Service {
             () = stop.notified() => {}
         }
         claim.recording = false;
-        let profile =
-            session::stop().map_err(|e| Status::internal(format!("cannot stop profiling: {}", report(&e))))?;
+        let profile = session::stop()
+            .map_err(|e| Status::internal(format!("cannot stop profiling: {}", report(&e))))?;
         drop(claim);
         Ok((profile, output))
     }
