@@ -13,7 +13,9 @@
 //! errors on the lines below it). In commands and messages, `$HOST` is
 //! a prof server on loopback, `$DEAD` a loopback port nothing listens on, `$DIR` a
 //! directory, `$FILE` a profile, `$JUNK` a file that is not one, `$MISSING` a path with
-//! nothing there and `$PLAIN` a plain file.
+//! nothing there and `$PLAIN` a plain file. `PROF_MESSAGES_SHOW=1` prints what each
+//! row's command said, to write a new row from.
+#![allow(clippy::print_stdout)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
