@@ -171,6 +171,11 @@ def main():
           "`#[prof::instrument]` ÷ `trace!` with the same field", "≤ 1.10×",
           lambda r: r <= 1.10, "instrument", "trace!",
           inter.get(("instrument", "prof_on÷trace_on")))
+    ratio(ns("instrument_compiled_out", "prof_compiled_out"),
+          ns("instrument_compiled_out", "empty_loop"),
+          "`#[prof::instrument]` compiled out (no `enable`) ÷ the bare function", "≤ 1.05×",
+          lambda r: r <= 1.05, "compiled out", "empty loop",
+          inter.get(("instrument_compiled_out", "prof_compiled_out÷empty_loop")))
     sys_alloc = ns("objects", "system_alloc")
     track = ns("objects", "tracking_alloc_on")
     rounds = inter.get(("objects", "tracking_alloc_on÷system_alloc"))

@@ -36,6 +36,22 @@ for line in sys.stdin:
         shutil.copy2(msg["executable"], os.path.join(dest, msg["target"]["name"]))
         print("  ", msg["target"]["name"], file=sys.stderr)
 ' "$dir"
+    # The instrument bench again without prof's `enable` feature: its annotations
+    # compiled out, timed against an empty loop.
+    (cd "$root" && cargo bench -p prof-ml --bench instrument --no-default-features --features tracing \
+        --no-run --message-format=json-render-diagnostics) |
+        python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+            and msg["target"]["name"] == "instrument":
+        shutil.copy2(msg["executable"], sys.argv[1])
+        print("   instrument_compiled_out", file=sys.stderr)
+' "$dir/instrument_compiled_out"
     cp "$here/run.sh" "$here/report.py" "$dir/"
     (cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown) > "$dir/COMMIT"
     echo "bench binaries in $dir ($(du -sh "$dir" | cut -f1)); run: $dir/run.sh run" >&2
@@ -64,7 +80,7 @@ run() {
     # own ratio tables read them back from there.
     export CARGO_TARGET_DIR=$work
     local b
-    for b in annotation objects layer instrument xplane lanes diff callback; do
+    for b in annotation objects layer instrument instrument_compiled_out xplane lanes diff callback; do
         echo "== $b" >&2
         (cd "$work" && "$dir/$b" --bench --noplot $quick) > "$work/$b.log" 2>&1 ||
             { tail -20 "$work/$b.log" >&2; exit 1; }

@@ -43,6 +43,18 @@
 //! [`ErrorKind::InvalidArgument`] naming what was wrong. While no session runs every
 //! annotation costs one relaxed atomic load.
 //!
+//! # In a library: `default-features = false`
+//!
+//! The `enable` feature (a default) is what makes annotations exist. A library that
+//! annotates its code depends on prof with `default-features = false`; the application
+//! at the top of the build decides: with prof's defaults (or `features = ["enable"]`)
+//! every crate's annotations record, and without them anywhere in the build they
+//! compile to nothing, field expressions included, while sessions still start, stop
+//! and record nothing on the host ([`gate::STATIC_MAX_LEVEL`] is then 0). Features only
+//! add up across a build, so on by default is what lets an application that never
+//! thinks of features record, and off in libraries is what lets an application compile
+//! them out. The [annotating] chapter says more.
+//!
 //! # Map
 //!
 //! | to | use | guide |
@@ -81,7 +93,7 @@ pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task}
 #[cfg(feature = "tracing")]
 pub use profiler_core::ProfilerLayer;
 pub use profiler_core::TrackingAllocator;
-pub use profiler_core::{domain, options, schema, tracer, xspace};
+pub use profiler_core::{domain, gate, options, schema, tracer, xspace};
 pub use profiler_core::{
     set_metadata, trace, AsValue, ConfigValue, Counter, Error, ErrorKind, ExportFormat, Profile,
     ProfileOptions, Result, Trace, Value,
@@ -316,8 +328,9 @@ pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<d
 /// trace beside it ([`export::fit`]).
 ///
 /// # Errors
-/// [`ErrorKind::InvalidArgument`] for invalid options or a logdir that cannot be
-/// created; [`ErrorKind::AlreadyExists`] when a session is running.
+/// [`ErrorKind::InvalidArgument`] for invalid options; [`ErrorKind::Io`] for a logdir
+/// that cannot be created (naming it, with the cause as the error's source);
+/// [`ErrorKind::AlreadyExists`] when a session is running.
 pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     let logdir = logdir.as_ref().to_path_buf();
     // Checked here as well as in the core so that bad options fail before the logdir
@@ -454,7 +467,8 @@ impl Drop for Session {
                 // Drop cannot return the error; losing it silently would lose the run.
                 Err(e) => tracing::error!(
                     target: profiler_core::log::TARGET,
-                    "the profiling session could not be saved: {e}"
+                    "the profiling session could not be saved: {}",
+                    profiler_core::error::report(&e)
                 ),
             }
         }

@@ -90,8 +90,15 @@ fn bad_logdir_is_rejected_at_start() {
     std::fs::write(&file, b"").expect("write");
     let err =
         prof::start(file.join("logs"), ProfileOptions::default()).expect_err("parent is a file");
-    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    // The same kind as capture-profile's check of a logdir (logdir::check_writable).
+    assert_eq!(err.kind(), ErrorKind::Io);
     assert!(err.to_string().contains("logs"), "{err}");
+    // The OS's reason is the source, said once along the chain.
+    let io = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("the io::Error is kept as the source");
+    assert!(!err.to_string().contains(&io.to_string()), "{err}");
+    assert!(format!("{err:?}").ends_with(&io.to_string()), "{err:?}");
     assert_eq!(
         prof::stop().expect_err("nothing started").kind(),
         ErrorKind::FailedPrecondition

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use profiler_core::error::report;
 use profiler_core::ExportFormat;
 use profiler_export::convert::{self, ConvertOptions};
 
@@ -28,24 +29,37 @@ pub struct Args {
     pub format: Formats,
 
     /// Write under this directory instead of beside each input
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = parse_out)]
     pub out: Option<PathBuf>,
 }
 
-/// A `--format` list that asks for something to write: `xplane` is the input, and
-/// an empty list would exit 0 having done nothing.
+/// What prof-convert writes: everything but the `.xplane.pb` it reads.
+const WRITABLE: &[ExportFormat] = &[
+    ExportFormat::Perfetto,
+    ExportFormat::ChromeJson,
+    ExportFormat::ChromeJsonGz,
+];
+
+/// A `--format` list that asks for something to write: `xplane` is the input (so it is
+/// neither listed nor taken), and an empty list would exit 0 having done nothing.
 fn parse_formats(list: &str) -> Result<Formats, String> {
-    let wanted: Vec<_> = formats::parse(list)?
-        .0
-        .into_iter()
-        .filter(|&f| f != ExportFormat::XPlane)
-        .collect();
-    if wanted.is_empty() {
-        return Err(format!(
-            "{list:?} names nothing to write: give perfetto, chrome or chrome.gz (the input is already xplane)"
-        ));
+    let wanted = formats::parse(list, WRITABLE)?;
+    if wanted.0.is_empty() {
+        return Err("names nothing to write: give perfetto, chrome or chrome.gz".into());
     }
-    Ok(Formats(wanted))
+    Ok(wanted)
+}
+
+/// `--out`: a directory, or a path where one can be made; an existing file would fail
+/// every conversion, each naming it.
+fn parse_out(path: &str) -> Result<PathBuf, String> {
+    let out = PathBuf::from(path);
+    match std::fs::metadata(&out) {
+        Ok(meta) if !meta.is_dir() => {
+            Err("is a file, not a directory: give a directory (it is made if missing)".into())
+        }
+        _ => Ok(out),
+    }
 }
 
 /// Runs `prof-convert` with the process's arguments; returns the exit status.
@@ -64,7 +78,7 @@ fn run(args: &Args) -> i32 {
         Ok(outcomes) => outcomes,
         // Refused before anything was written: two inputs for one output, say.
         Err(e) => {
-            eprintln!("prof-convert: {e}");
+            eprintln!("prof-convert: {}", report(&e));
             return 1;
         }
     };
@@ -86,7 +100,7 @@ fn run(args: &Args) -> i32 {
         }
         match &outcome.error {
             Some(e) => {
-                eprintln!("prof-convert: {e}");
+                eprintln!("prof-convert: {}", report(e));
                 failed.push(outcome.input.display().to_string());
             }
             None => converted += 1,
@@ -117,9 +131,17 @@ mod tests {
             args("logs").expect("parses").format.0,
             [ExportFormat::Perfetto, ExportFormat::ChromeJsonGz]
         );
-        for nothing in ["--format ,", "--format xplane"] {
-            let e = args(&format!("logs {nothing}")).expect_err(nothing);
-            assert!(e.to_string().contains("nothing to write"), "{e}");
+        let e = args("logs --format ,").expect_err("nothing");
+        assert!(e.to_string().contains("nothing to write"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        // The formats a refusal lists are the ones it takes: xplane is in neither.
+        for bad in ["xplane", "svg"] {
+            let e = args(&format!("logs --format {bad}")).expect_err(bad);
+            assert!(
+                e.to_string()
+                    .contains("valid formats: perfetto, chrome, chrome.gz\n"),
+                "{e}"
+            );
             assert_eq!(e.exit_code(), 2);
         }
         assert!(args("").is_err(), "a path is required");

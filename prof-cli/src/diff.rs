@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 use profiler_analysis::diff::{self, DiffOptions, GateOptions, RenderOptions};
+use profiler_core::error::report;
 
 /// Compares two profiles: what got slower, what got faster, and whether each
 /// difference is significant or noise. BASE and NEW are each a .xplane.pb file, a run
@@ -89,11 +90,11 @@ fn percent(value: &str) -> Result<f64, String> {
     let v: f64 = value
         .trim_end_matches('%')
         .parse()
-        .map_err(|_| format!("{value:?} is not a number of percent (e.g. 10)"))?;
+        .map_err(|_| "not a number of percent: give one such as 10 or 2.5".to_owned())?;
     if v.is_finite() && v >= 0.0 {
         Ok(v)
     } else {
-        Err(format!("{value} is not a percentage of 0 or more"))
+        Err("not a percentage of 0 or more: give one such as 10 or 2.5".to_owned())
     }
 }
 
@@ -101,11 +102,11 @@ fn percent(value: &str) -> Result<f64, String> {
 fn level(value: &str) -> Result<f64, String> {
     let v: f64 = value
         .parse()
-        .map_err(|_| format!("{value:?} is not a number (e.g. 0.05)"))?;
+        .map_err(|_| "not a number: give a level such as 0.05".to_owned())?;
     if v > 0.0 && v < 1.0 {
         Ok(v)
     } else {
-        Err(format!("{value} is not between 0 and 1"))
+        Err("not between 0 and 1: give a level such as 0.05".to_owned())
     }
 }
 
@@ -126,7 +127,7 @@ fn run(args: &Args) -> i32 {
     let compared = match diff::diff_with(&args.base, &args.new, &options) {
         Ok(compared) => compared,
         Err(e) => {
-            eprintln!("prof-diff: {e}");
+            eprintln!("prof-diff: {}", report(&e));
             return 1;
         }
     };

@@ -263,7 +263,7 @@ fn a_failed_capture_leaves_no_run_directory() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let line = stderr
         .lines()
-        .find(|l| l.contains("unreachable"))
+        .find(|l| l.contains("cannot reach"))
         .unwrap_or_else(|| panic!("{stderr}"));
     assert_eq!(line.matches(addr.as_str()).count(), 1, "{line}");
     let parts: Vec<_> = line.split(": ").collect();

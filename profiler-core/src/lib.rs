@@ -18,12 +18,15 @@
 //!
 //! # Cost
 //!
-//! While no session records, an annotation is one relaxed atomic load ([`gate::HOST_LEVEL`])
+//! While no session records, an annotation is one relaxed atomic load (the [`gate`])
 //! and a branch: its field expressions are not evaluated. While recording, an annotation
 //! writes one 32-byte record into a buffer owned by its thread (plus one per field), takes
 //! no lock and allocates nothing once the thread's buffer is warm. Timestamps are raw CPU
 //! ticks, converted to nanoseconds once per session. `cargo bench -p profiler-core`
 //! measures this side by side with fastrace and puffin.
+//!
+//! Without the `enable` feature (on by default here and in `prof-ml`; the other crates
+//! of prof leave it to the application) annotations compile to nothing: see [`gate`].
 //!
 //! # What would break the hot path
 //!

@@ -168,19 +168,9 @@ impl ProfileOptions {
                     valid.join(", ")
                 )));
             };
-            let ok = match (spec.kind, value) {
-                (ConfigKind::Int, ConfigValue::Int(v)) => *v >= 0,
-                (ConfigKind::Positive, ConfigValue::Int(v)) => *v >= 1,
-                (ConfigKind::Range(lo, hi), ConfigValue::Int(v)) => (lo..=hi).contains(v),
-                (ConfigKind::Limit, ConfigValue::Int(v)) => *v >= -1,
-                (ConfigKind::Bool, ConfigValue::Bool(_)) => true,
-                (ConfigKind::Str, ConfigValue::Str(_)) => true,
-                (ConfigKind::NameList, ConfigValue::Str(s)) => is_name_list(s),
-                _ => false,
-            };
-            if !ok {
+            if let Some(why) = spec.kind.refuses(value) {
                 return Err(invalid(format!(
-                    "advanced_configuration key {key:?} takes {}, got {value:?}",
+                    "advanced_configuration key {key:?} takes {}: {why}",
                     spec.kind
                 )));
             }
@@ -375,6 +365,55 @@ impl fmt::Display for ConfigKind {
             ConfigKind::Str => "a string",
         })
     }
+}
+
+impl ConfigKind {
+    /// Why `value` is not one of this kind, in the words the user gave it
+    /// ("-2 is negative", "99999999999999999999 is too large for a 64-bit integer"),
+    /// or `None` when it is.
+    pub fn refuses(self, value: &ConfigValue) -> Option<String> {
+        let int = |v: i64| match self {
+            ConfigKind::Int if v < 0 => Some(format!("{v} is negative")),
+            ConfigKind::Positive if v < 1 => Some(format!("{v} is not positive")),
+            ConfigKind::Range(lo, hi) if !(lo..=hi).contains(&v) => {
+                Some(format!("{v} is out of that range"))
+            }
+            ConfigKind::Limit if v < -1 => Some(format!("{v} is negative and not -1")),
+            _ => None,
+        };
+        match (self, value) {
+            (
+                ConfigKind::Int | ConfigKind::Positive | ConfigKind::Range(..) | ConfigKind::Limit,
+                ConfigValue::Int(v),
+            ) => int(*v),
+            (
+                ConfigKind::Int | ConfigKind::Positive | ConfigKind::Range(..) | ConfigKind::Limit,
+                ConfigValue::Str(s),
+            ) => Some(not_an_integer(s)),
+            (ConfigKind::Bool, ConfigValue::Bool(_)) | (ConfigKind::Str, ConfigValue::Str(_)) => {
+                None
+            }
+            (ConfigKind::NameList, ConfigValue::Str(s)) if is_name_list(s) => None,
+            (ConfigKind::NameList, ConfigValue::Str(s)) => {
+                Some(format!("{s:?} is not such a list"))
+            }
+            (_, ConfigValue::Int(v)) => Some(format!("{v} is an integer")),
+            (_, ConfigValue::Bool(b)) => Some(format!("{b} is a bool")),
+            (_, ConfigValue::Str(s)) => Some(format!("{s:?} is a string")),
+        }
+    }
+}
+
+/// Why `text` (a value that arrived as a string) is not an integer: digits too many
+/// for an `i64` are said to be, rather than called a string.
+fn not_an_integer(text: &str) -> String {
+    let t = text.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let side = if t.starts_with('-') { "small" } else { "large" };
+        return format!("{t} is too {side} for a 64-bit integer");
+    }
+    format!("{text:?} is not an integer")
 }
 
 /// One accepted `advanced_configuration` key.
@@ -613,6 +652,57 @@ mod tests {
             .expect_err("negative cap");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         assert!(err.to_string().contains("-1 for no limit"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_value_is_said_in_the_words_it_was_given() {
+        let said = |key: &str, value: ConfigValue| {
+            ProfileOptions::default()
+                .advanced(key, value)
+                .validate()
+                .expect_err("refused")
+                .to_string()
+        };
+        let cap = "advanced_configuration key \"gpu_max_activity_api_events\" takes a \
+                   non-negative integer, or -1 for no limit: ";
+        for (value, why) in [
+            (
+                ConfigValue::Str("99999999999999999999".into()),
+                "99999999999999999999 is too large for a 64-bit integer",
+            ),
+            (
+                ConfigValue::Str("-99999999999999999999".into()),
+                "-99999999999999999999 is too small for a 64-bit integer",
+            ),
+            (ConfigValue::Int(-2), "-2 is negative and not -1"),
+            (
+                ConfigValue::Str("lots".into()),
+                "\"lots\" is not an integer",
+            ),
+            (ConfigValue::Bool(true), "\"true\" is not an integer"),
+        ] {
+            let value = match value {
+                // A bool spelled as a string, as a client that types nothing sends it.
+                ConfigValue::Bool(b) => ConfigValue::Str(b.to_string()),
+                v => v,
+            };
+            assert_eq!(
+                said("gpu_max_activity_api_events", value),
+                format!("{cap}{why}")
+            );
+        }
+        assert!(
+            said("gpu_enable_nvtx_tracking", ConfigValue::Int(1)).ends_with(": 1 is an integer")
+        );
+        let msg = said("gpu_pm_sample_counters", ConfigValue::Str("a b".into()));
+        assert!(msg.ends_with(": \"a b\" is not such a list"), "{msg}");
+        // Never Rust's Debug form of the value.
+        for msg in [
+            said("gpu_max_activity_api_events", ConfigValue::Int(-2)),
+            said("gpu_max_activity_api_events", ConfigValue::Str("x".into())),
+        ] {
+            assert!(!msg.contains("Int(") && !msg.contains("Str("), "{msg}");
+        }
     }
 
     #[test]

@@ -20,10 +20,6 @@ use crate::options::ProfileOptions;
 use crate::profile::Profile;
 use crate::tracer;
 
-/// The recording gate, under the names it had before it moved to [`crate::gate`].
-#[doc(hidden)]
-pub use crate::gate::{is_open as enabled, HOST_LEVEL};
-
 /// What a session does with its profile once collected: the facade writes the logdir.
 /// It runs on the thread that stops the session (or on the timer thread at the end of
 /// `duration_ms`).
@@ -244,10 +240,24 @@ fn finish(mut running: Running) -> Result<Profile> {
         since(&running, &stop),
     );
     tracer::collect_all(tracers, &mut space, &start, &stop);
+    say_if_compiled_out(&mut space);
     let profile = Profile::new(space);
     match running.finisher.take() {
         Some(finisher) => finisher(profile),
         None => Ok(profile),
+    }
+}
+
+/// An empty host plane with no word of why would look like a program that did
+/// nothing: a build whose annotations are compiled out says so in every profile.
+fn say_if_compiled_out(space: &mut crate::xspace::XSpace) {
+    if gate::STATIC_MAX_LEVEL == 0 {
+        space.warnings.push(
+            "prof: annotations are compiled out of this build (no crate turns on prof-ml's \
+             `enable` feature), so nothing on the host was recorded: depend on prof-ml with \
+             its default features, or features = [\"enable\"], in the application"
+                .into(),
+        );
     }
 }
 
@@ -294,7 +304,7 @@ pub(crate) fn snapshot() -> Result<Profile> {
     if let Some(paused_at) = running.paused_at {
         pauses.push((paused_at, now.ticks));
     }
-    let space = collect(
+    let mut space = collect(
         running.buffer_generation,
         &start,
         &now,
@@ -302,6 +312,7 @@ pub(crate) fn snapshot() -> Result<Profile> {
         &pauses,
         since(running, &now),
     );
+    say_if_compiled_out(&mut space);
     Ok(Profile::new(space))
 }
 
@@ -345,8 +356,9 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
         Ok(_) => Ok(cancel),
         Err(e) => Err(Error::new(
             ErrorKind::Io,
-            format!("cannot spawn the thread that times delay_ms/duration_ms: {e}"),
-        )),
+            "cannot spawn the thread that times delay_ms/duration_ms",
+        )
+        .with_source(e)),
     }
 }
 
@@ -354,8 +366,31 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
 mod tests {
     use super::*;
 
+    /// Sessions are one per process; these tests run on parallel threads.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn the_gate_reads_the_session_level_and_only_session_control_moves_it() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(
+            gate::STATIC_MAX_LEVEL,
+            gate::VERBOSE_LEVEL,
+            "built with `enable`"
+        );
+        start(ProfileOptions::default().host_tracer_level(3), None).expect("start");
+        assert_eq!(gate::current(), 3);
+        pause().expect("pause");
+        assert_eq!(gate::current(), 0);
+        assert!(!gate::is_open(gate::USER_LEVEL));
+        resume().expect("resume");
+        assert!(gate::is_open(gate::VERBOSE_LEVEL));
+        stop().expect("stop");
+        assert_eq!(gate::current(), 0);
+    }
+
     #[test]
     fn an_annotation_without_fields_is_one_32_byte_record() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         start(ProfileOptions::default(), None).expect("start");
         for _ in 0..1000 {
             let _t = crate::trace!("plain");

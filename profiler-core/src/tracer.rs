@@ -16,6 +16,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::clock::{Anchor, TickScale};
+use crate::error::{report, Error};
 use crate::options::ProfileOptions;
 use crate::xspace::XSpace;
 
@@ -29,15 +30,17 @@ pub trait Tracer: Send {
     /// Starts tracing; called just before the session's host recording starts.
     ///
     /// # Errors
-    /// A message saying what is missing or failed; the session goes on without this
-    /// tracer and the message becomes a warning in the profile.
-    fn start(&mut self) -> Result<(), String>;
+    /// An [`Error`] saying what is missing or failed (a library not found is
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)); the session goes on
+    /// without this tracer, and the message, with its causes, becomes a warning in
+    /// the profile.
+    fn start(&mut self) -> Result<(), Error>;
 
     /// Stops tracing; called just after the session's host recording stops.
     ///
     /// # Errors
-    /// As [`Tracer::start`].
-    fn stop(&mut self) -> Result<(), String>;
+    /// As [`Tracer::start`]: a warning in the profile, which keeps what was collected.
+    fn stop(&mut self) -> Result<(), Error>;
 
     /// Adds what was traced to `space`, which already holds the host plane.
     fn collect(&mut self, space: &mut XSpace, session: &SessionClock);
@@ -86,8 +89,9 @@ pub(crate) fn start_all(options: &ProfileOptions) {
         };
         match tracer.start() {
             Ok(()) => active.push(tracer),
-            Err(why) => {
+            Err(e) => {
                 // The log carries it at once; the profile carries it at collection.
+                let why = report(&e).to_string();
                 tracing::warn!(target: crate::log::TARGET, "{why}");
                 warnings.push(why);
             }
@@ -111,7 +115,8 @@ pub(crate) fn start_all(options: &ProfileOptions) {
 pub(crate) fn stop_all() -> Vec<Box<dyn Tracer>> {
     let mut tracers = std::mem::take(&mut *lock(&ACTIVE));
     for tracer in &mut tracers {
-        if let Err(why) = tracer.stop() {
+        if let Err(e) = tracer.stop() {
+            let why = report(&e).to_string();
             tracing::warn!(target: crate::log::TARGET, "{why}");
             lock(&START_WARNINGS).push(why);
         }

@@ -12,10 +12,13 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 struct Broken;
 
 impl Tracer for Broken {
-    fn start(&mut self) -> Result<(), String> {
-        Err("broken device: libbroken.so not found".into())
+    fn start(&mut self) -> Result<(), profiler_core::Error> {
+        Err(profiler_core::Error::new(
+            profiler_core::ErrorKind::Unavailable,
+            "broken device: libbroken.so not found",
+        ))
     }
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), profiler_core::Error> {
         Ok(())
     }
     fn collect(&mut self, _: &mut XSpace, _: &SessionClock) {}

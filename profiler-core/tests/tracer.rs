@@ -36,15 +36,21 @@ struct FakeDevice {
 }
 
 impl Tracer for FakeDevice {
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), profiler_core::Error> {
         if FAIL_START.load(Ordering::Relaxed) {
-            return Err("fake device: libfake.so not found (looked in /nowhere)".into());
+            // The cause as a source, as a real tracer keeps it: the warning says both.
+            let cause = std::io::Error::new(std::io::ErrorKind::NotFound, "looked in /nowhere");
+            return Err(profiler_core::Error::new(
+                profiler_core::ErrorKind::Unavailable,
+                "fake device: libfake.so not found",
+            )
+            .with_source(cause));
         }
         self.started = true;
         tracer::set_scope_hook(Some(&HOOK));
         Ok(())
     }
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), profiler_core::Error> {
         tracer::set_scope_hook(None);
         Ok(())
     }
@@ -133,6 +139,9 @@ fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
     assert_eq!(profile.event_count(), 1);
     let warnings = &profile.xspace().warnings;
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("libfake.so not found (looked in /nowhere)"));
+    assert_eq!(
+        warnings[0],
+        "fake device: libfake.so not found: looked in /nowhere"
+    );
     assert!(SCOPES.lock().expect("scopes").is_empty());
 }

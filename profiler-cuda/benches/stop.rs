@@ -40,13 +40,13 @@ struct Bench {
 }
 
 impl Tracer for Bench {
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), profiler_core::Error> {
         self.generation = calls::begin_session(u64::MAX);
         keep_scope_stack(true);
         Ok(())
     }
 
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), profiler_core::Error> {
         keep_scope_stack(false);
         calls::end_session();
         Ok(())

@@ -59,12 +59,12 @@ static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 struct SyntheticDevice;
 
 impl Tracer for SyntheticDevice {
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), profiler_core::Error> {
         GENERATION.store(calls::begin_session(1 << 20), Ordering::Relaxed);
         tracer::keep_scope_stack(true);
         Ok(())
     }
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), profiler_core::Error> {
         tracer::keep_scope_stack(false);
         calls::end_session();
         Ok(())

@@ -83,10 +83,11 @@ pub fn serve_perfetto_link(
         Error::new(
             ErrorKind::Unavailable,
             format!(
-                "cannot listen on 127.0.0.1:{} for the Perfetto link: {e}",
+                "cannot listen on 127.0.0.1:{} for the Perfetto link",
                 options.port
             ),
         )
+        .with_source(e)
     })?;
     let port = listener
         .local_addr()
@@ -118,8 +119,9 @@ pub fn serve_perfetto_link(
 fn io_error(port: u16, e: io::Error) -> Error {
     Error::new(
         ErrorKind::Unavailable,
-        format!("the Perfetto link server on 127.0.0.1:{port} failed: {e}"),
+        format!("the Perfetto link server on 127.0.0.1:{port} failed"),
     )
+    .with_source(e)
 }
 
 /// Answers one request and closes the connection; `Ok(true)` when it sent the trace.

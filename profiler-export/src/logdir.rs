@@ -146,14 +146,10 @@ pub fn check_writable(logdir: &Path) -> Result<()> {
 /// than after a long run.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidArgument`] naming the logdir and why it cannot be used.
+/// [`ErrorKind::Io`] naming the logdir, with the cause as its source (as
+/// [`check_writable`]: one failure, one kind).
 pub fn prepare(logdir: &Path) -> Result<()> {
-    fs::create_dir_all(logdir).map_err(|e| {
-        Error::new(
-            ErrorKind::InvalidArgument,
-            format!("logdir {} cannot be created: {e}", logdir.display()),
-        )
-    })
+    fs::create_dir_all(logdir).map_err(|e| Error::io("cannot create the logdir", logdir, e))
 }
 
 /// Writes `profile` as a new run of `logdir` and returns it with the file recorded.
@@ -283,10 +279,18 @@ mod tests {
             err.into_profile().expect("profile kept").host_name(),
             "worker:0"
         );
-        assert_eq!(
-            prepare(&file.join("x")).expect_err("bad").kind(),
-            ErrorKind::InvalidArgument
-        );
+        // One failure, one kind: creating the logdir at start and checking it before a
+        // capture fail alike, with the OS's reason as the source, said once.
+        for e in [
+            prepare(&file.join("x")).expect_err("bad"),
+            check_writable(&file.join("x")).expect_err("bad"),
+        ] {
+            assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+            let cause = std::error::Error::source(&e).expect("the OS's reason");
+            assert!(cause.is::<std::io::Error>());
+            assert!(!e.to_string().contains(&cause.to_string()), "{e}");
+            assert!(format!("{e:?}").ends_with(&cause.to_string()), "{e:?}");
+        }
     }
 
     #[test]

@@ -215,10 +215,7 @@ fn run(space: &XSpace, options: &OtlpOptions, url: &str) -> Result<OtlpReport> {
         .enable_all()
         .build()
         .map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("cannot start a Tokio runtime: {e}"),
-            )
+            Error::new(ErrorKind::Unavailable, "cannot start a Tokio runtime").with_source(e)
         })?;
     let mut exporter = {
         // tonic's channel must be created inside the runtime.
@@ -238,11 +235,9 @@ fn run(space: &XSpace, options: &OtlpOptions, url: &str) -> Result<OtlpReport> {
         built.map_err(|e| {
             Error::new(
                 ErrorKind::InvalidArgument,
-                format!(
-                    "cannot set up OTLP/{} export to {url}: {e}",
-                    options.protocol
-                ),
+                format!("cannot set up OTLP/{} export to {url}", options.protocol),
             )
+            .with_source(e)
         })?
     };
     let timeline = Timeline::new(space);
@@ -331,7 +326,7 @@ impl Sender<'_> {
         let result = self
             .runtime
             .block_on(async { tokio::time::timeout(timeout, self.exporter.export(batch)).await });
-        let (kind, why) = match result {
+        let (kind, why, cause) = match result {
             Ok(Ok(())) => {
                 self.report.spans += spans;
                 self.report.requests += 1;
@@ -340,25 +335,36 @@ impl Sender<'_> {
             Err(_) => (
                 ErrorKind::DeadlineExceeded,
                 format!("no answer within {timeout:?}"),
+                None,
             ),
             Ok(Err(opentelemetry_sdk::error::OTelSdkError::Timeout(t))) => (
                 ErrorKind::DeadlineExceeded,
                 format!("no answer within {t:?}"),
+                None,
             ),
             // HTTP clients report their own timeout as a network error.
             Ok(Err(e)) if began.elapsed() >= timeout => (
                 ErrorKind::DeadlineExceeded,
-                format!("no answer within {timeout:?} ({e})"),
+                format!("no answer within {timeout:?}"),
+                Some(e),
             ),
-            Ok(Err(e)) => (ErrorKind::Unavailable, e.to_string()),
+            Ok(Err(e)) => (
+                ErrorKind::Unavailable,
+                "the collector failed".into(),
+                Some(e),
+            ),
         };
-        Err(Error::new(
+        let error = Error::new(
             kind,
             format!(
                 "OTLP/{} export to {} failed after {sent} spans were accepted: {why}",
                 self.options.protocol, self.url
             ),
-        ))
+        );
+        Err(match cause {
+            Some(e) => error.with_source(e),
+            None => error,
+        })
     }
 }
 

@@ -28,8 +28,9 @@ fn with_token(token: &str) -> Connection {
 
 fn assert_unauthenticated(result: Result<Captured, CaptureError>) {
     match result {
-        Err(CaptureError::Server(message)) => {
-            assert!(message.contains("Unauthenticated"), "{message}")
+        Err(CaptureError::Server(e)) => {
+            assert_eq!(e.kind(), profiler_core::ErrorKind::Unauthenticated, "{e}");
+            assert!(e.to_string().contains("bearer token"), "{e}")
         }
         other => panic!("expected UNAUTHENTICATED, got {other:?}"),
     }
@@ -80,7 +81,7 @@ fn tls_without_the_feature_says_so() {
         ..Connection::default()
     };
     match runtime().block_on(client::capture("127.0.0.1:1", &quick(connection))) {
-        Err(CaptureError::BadAddress(message)) => assert!(message.contains("tls"), "{message}"),
+        Err(CaptureError::BadAddress(e)) => assert!(e.to_string().contains("tls"), "{e}"),
         other => panic!("expected a settings error, got {other:?}"),
     }
 }
@@ -130,7 +131,8 @@ mod tls {
         let (other, _) = self_signed();
         let untrusted = rt.block_on(client::capture(&addr, &quick(over_tls(&other, "t0ken"))));
         assert!(
-            matches!(&untrusted, Err(CaptureError::Unreachable(m)) if m.contains("certificate")),
+            matches!(&untrusted, Err(e @ CaptureError::Unreachable(_))
+                if profiler_core::error::report(e).to_string().contains("certificate")),
             "{untrusted:?}"
         );
     }

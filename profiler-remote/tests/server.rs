@@ -151,8 +151,9 @@ fn a_second_concurrent_capture_is_refused_as_busy() {
         wait_until(session::is_running).await;
         let second = client::capture(&addr, &quick(100)).await;
         match second {
-            Err(CaptureError::Busy(message)) => {
-                assert!(message.contains(server::BUSY), "{message}")
+            Err(CaptureError::Busy(e)) => {
+                assert_eq!(e.kind(), profiler_core::ErrorKind::AlreadyExists);
+                assert!(e.to_string().contains(server::BUSY), "{e}")
             }
             other => panic!("expected busy, got {other:?}"),
         }
@@ -263,6 +264,15 @@ fn bad_options_are_invalid_arguments_naming_the_problem() {
         "{}",
         status.message()
     );
+    // The code is said by the status; the message does not say it again
+    // ("ProfileRequest.opts: InvalidArgument: unknown ..." it was).
+    assert!(
+        status
+            .message()
+            .starts_with("ProfileRequest.opts: unknown advanced_configuration key"),
+        "{}",
+        status.message()
+    );
 
     let mut request = xprof_like("r", "s", "h", 0);
     request.duration_ms = 0;
@@ -310,13 +320,45 @@ fn an_unreachable_server_and_a_bad_address_say_so() {
     server.stop();
     let rt = runtime();
     match rt.block_on(client::capture_with_retries(&addr, &quick(100), 2)) {
-        Err(e @ CaptureError::Unreachable(_)) => assert!(e.to_string().contains(&addr), "{e}"),
+        Err(e @ CaptureError::Unreachable(_)) => {
+            assert!(e.to_string().contains(&addr), "{e}");
+            assert_eq!(e.kind(), profiler_core::ErrorKind::Unavailable);
+            // The transport's reason is the cause, kept, and said once by a report.
+            let said = profiler_core::error::report(&e).to_string();
+            assert!(said.contains("refused"), "{said}");
+            assert_eq!(said.matches("refused").count(), 1, "{said}");
+        }
         other => panic!("expected unreachable, got {other:?}"),
     }
     assert!(matches!(
         rt.block_on(client::capture("nohost", &quick(100))),
         Err(CaptureError::BadAddress(_))
     ));
+}
+
+#[test]
+fn a_busy_port_is_an_error_that_reads_as_a_sentence() {
+    let (_server, addr) = serve();
+    let taken: std::net::SocketAddr = addr.parse().expect("an address");
+    let e = server::ServerBuilder::new(taken.port())
+        .start()
+        .expect_err("the port is taken");
+    assert_eq!(e.kind(), profiler_core::ErrorKind::Io);
+    // What `fn main() -> Result<(), prof::Error>` prints after "Error: ": the message
+    // and the OS's reason, once each (it was `Error { kind: Io, message: ... }`).
+    let printed = format!("{e:?}");
+    assert!(
+        printed.starts_with(&format!("profiler server cannot listen on {addr}: ")),
+        "{printed}"
+    );
+    let reason = std::error::Error::source(&e)
+        .expect("the OS's reason")
+        .to_string();
+    assert!(printed.ends_with(&reason), "{printed}");
+    assert!(
+        !e.to_string().contains(&reason),
+        "Display leaves the cause to source()"
+    );
 }
 
 #[test]

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
-use profiler_core::{ConfigValue, ExportFormat};
+use profiler_core::error::report;
+use profiler_core::{ConfigValue, Error, ErrorKind, ExportFormat};
 use profiler_export::otlp::{OtlpOptions, Protocol};
 use profiler_remote::client::{self, CaptureError, CaptureRequest, ClientTls, Connection};
 
@@ -94,7 +95,7 @@ pub struct Args {
 
     /// Files to write per host, comma-separated: xplane (always), perfetto, chrome,
     /// chrome.gz
-    #[arg(long, value_name = "LIST", default_value = "xplane", value_parser = formats::parse)]
+    #[arg(long, value_name = "LIST", default_value = "xplane", value_parser = parse_formats)]
     pub format: Formats,
 
     /// Also send every host's spans to an OpenTelemetry collector
@@ -149,19 +150,41 @@ fn parse_address(address: &str) -> Result<String, String> {
              drop the {scheme}://)"
         ));
     }
-    client::endpoint_uri(bare).map_err(|e| e.to_string())?;
+    client::endpoint_uri(bare).map_err(|e| {
+        // clap names the value already: say only what is wrong with it.
+        let said = e.to_string();
+        said.strip_prefix(&format!("bad address {bare:?}: "))
+            .map_or(said.clone(), str::to_owned)
+    })?;
     Ok(bare.to_owned())
+}
+
+fn parse_formats(list: &str) -> Result<Formats, String> {
+    formats::parse(list, formats::ALL)
 }
 
 fn parse_advanced(kv: &str) -> Result<(String, ConfigValue), String> {
     let (key, value) = kv
         .split_once('=')
-        .ok_or_else(|| format!("{kv:?}: expected KEY=VALUE"))?;
+        .ok_or("expected KEY=VALUE, as gpu_max_activity_api_events=1000000")?;
     if key.is_empty() {
-        return Err(format!("{kv:?}: the key is empty"));
+        return Err("the key is empty: give KEY=VALUE".into());
     }
     let value = match (value.parse::<i64>(), value) {
         (Ok(i), _) => ConfigValue::Int(i),
+        // Digits an int64 cannot hold are a mistake, not a string to send.
+        (Err(e), _) if matches!(e.kind(), std::num::IntErrorKind::PosOverflow) => {
+            return Err(format!(
+                "the value is too large for a 64-bit integer (at most {})",
+                i64::MAX
+            ))
+        }
+        (Err(e), _) if matches!(e.kind(), std::num::IntErrorKind::NegOverflow) => {
+            return Err(format!(
+                "the value is too small for a 64-bit integer (at least {})",
+                i64::MIN
+            ))
+        }
         (_, "true") => ConfigValue::Bool(true),
         (_, "false") => ConfigValue::Bool(false),
         _ => ConfigValue::Str(value.to_owned()),
@@ -185,7 +208,7 @@ impl Args {
         for address in &self.addresses {
             if !seen.insert(address.as_str()) {
                 return Err(format!(
-                    "{address} is listed twice: each host is captured once, into one file"
+                    "{address} is listed twice: each host is captured once, into one file; list it once"
                 ));
             }
         }
@@ -260,7 +283,10 @@ pub fn main() -> i32 {
     // Before capturing: a logdir that cannot be written would throw the capture away.
     // The run itself is created once a host has something to write.
     if let Err(e) = profiler_export::logdir::check_writable(&plan.logdir) {
-        eprintln!("capture-profile: {e}; nothing was captured");
+        eprintln!(
+            "capture-profile: {}; nothing was captured: give a --logdir that can be written",
+            report(&e)
+        );
         return 1;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -270,7 +296,7 @@ pub fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("capture-profile: cannot start: {e}");
+            eprintln!("capture-profile: cannot start: {}", report(&e));
             return 1;
         }
     };
@@ -307,7 +333,9 @@ async fn capture_all(plan: &Plan) -> Vec<Outcome> {
     for (task, address) in tasks.into_iter().zip(&plan.addresses) {
         outcomes.push(task.await.unwrap_or_else(|e| Outcome {
             address: address.clone(),
-            result: Err(CaptureError::Server(format!("capture task failed: {e}"))),
+            result: Err(CaptureError::Server(
+                Error::new(ErrorKind::Internal, "the capture task failed").with_source(e),
+            )),
         }));
     }
     ticker.abort();

@@ -11,6 +11,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use profiler_analysis::summary::{Summary, SummaryOptions};
 use profiler_analysis::ProfileAnalysis;
+use profiler_core::error::report as said;
 use profiler_core::Profile;
 use profiler_export::link::{LinkOptions, LinkOutcome};
 use profiler_export::otlp::OtlpOptions;
@@ -119,9 +120,7 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
                 with_events += usize::from(!empty);
             }
             Err(e) => {
-                // The line starts with the address: the error need not say it again.
-                let e = e.to_string().replacen(&format!(": {address}: "), ": ", 1);
-                eprintln!("capture-profile: {address}: {e}");
+                eprintln!("capture-profile: {}", failure(&address, &e));
                 failed += 1;
             }
         }
@@ -141,7 +140,7 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
             Ok(LinkOutcome::Fetched) => println!("the Perfetto UI fetched the trace"),
             Ok(LinkOutcome::TimedOut) => println!("nobody opened the Perfetto link in time"),
             Err(e) => {
-                eprintln!("capture-profile: {e}");
+                eprintln!("capture-profile: {}", said(&e));
                 failed += 1;
             }
         }
@@ -150,6 +149,27 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
         eprintln!("capture-profile: no host recorded any event");
     }
     i32::from(failed > 0 || with_events == 0)
+}
+
+/// One host's failure as a line: the address once (the error names it when it is the
+/// address that failed), what went wrong with its causes, and what to try.
+fn failure(address: &str, e: &CaptureError) -> String {
+    let what = said(e).to_string();
+    let what = if what.contains(address) {
+        what
+    } else {
+        format!("{address}: {what}")
+    };
+    let hint = match e {
+        CaptureError::Unreachable(_) => {
+            "; check that the program there serves a profiler \
+             (prof::server::start, jax.profiler.start_server) on that port"
+        }
+        CaptureError::Busy(_) => "; capture again once its capture has ended",
+        CaptureError::Deadline(_) => "; the server may be overloaded: try a shorter --duration-ms",
+        _ => "",
+    };
+    format!("{what}{hint}")
 }
 
 /// Writes one host's files into the run (creating it for the first host, named as
@@ -169,7 +189,10 @@ fn write(
     let Err(e) = made.and_then(|run| run.write(profile, address, &plan.formats)) else {
         return Ok(());
     };
-    eprintln!("capture-profile: {address}: captured, but writing failed: {e}");
+    eprintln!(
+        "capture-profile: {address}: captured, but writing failed: {}",
+        said(&e)
+    );
     let fallback = std::env::temp_dir().join("prof-captures");
     match RunDir::create(&fallback).and_then(|r| r.write(profile, address, &plan.formats)) {
         Ok(()) => {
@@ -178,7 +201,11 @@ fn write(
             Ok(())
         }
         Err(e) => {
-            eprintln!("capture-profile: {address}: and keeping it in {} failed too: {e}; the capture is lost", fallback.display());
+            eprintln!(
+                "capture-profile: {address}: and keeping it in {} failed too: {}; the capture is lost",
+                fallback.display(),
+                said(&e)
+            );
             Err(())
         }
     }
@@ -214,7 +241,7 @@ fn send_otlp(address: &str, profile: &Profile, options: &OtlpOptions) -> bool {
             true
         }
         Err(e) => {
-            eprintln!("capture-profile: {address}: captured, but {e}");
+            eprintln!("capture-profile: {address}: captured, but {}", said(&e));
             false
         }
     }

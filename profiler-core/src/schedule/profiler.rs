@@ -206,7 +206,8 @@ impl Drop for Profiler {
                 // Drop cannot return the error; losing it silently would lose a window.
                 tracing::error!(
                     target: crate::log::TARGET,
-                    "the scheduled profiler could not save its last window: {e}"
+                    "the scheduled profiler could not save its last window: {}",
+                    crate::error::report(&e)
                 );
             }
         }

@@ -28,7 +28,7 @@ use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys as driver;
 use profiler_core::tracer::{self, SessionClock, Tracer};
 use profiler_core::xspace::XSpace;
-use profiler_core::ProfileOptions;
+use profiler_core::{Error, ErrorKind, ProfileOptions};
 
 use crate::activity::{DeviceInfo, PmSample};
 use crate::calls::{self, ApiDomain};
@@ -217,22 +217,34 @@ impl CuptiTracer {
     }
 
     /// Undoes a partial start.
-    fn abandon(&mut self, why: String) -> Result<(), String> {
+    fn abandon(&mut self, why: String) -> Result<(), Error> {
         self.cupti.unsubscribe();
         self.cupti.disable_all();
-        Err(why)
+        Err(unavailable(why))
     }
-}
 
-impl Tracer for CuptiTracer {
-    fn start(&mut self) -> Result<(), String> {
+    /// Everything [`Tracer::start`] does, its failures said as the warnings the
+    /// profile will carry.
+    fn try_start(&mut self) -> Result<(), String> {
         if let Some(why) = self.cupti.missing_libraries() {
             return Err(why);
         }
         self.devices = self.cupti.devices()?;
         self.cupti.prepare()?;
         // Nothing is enabled yet: a refusal (another subscriber) leaves nothing behind.
-        self.cupti.subscribe(self.settings.all_api_calls)?;
+        self.cupti.subscribe(self.settings.all_api_calls)
+    }
+}
+
+/// A GPU that cannot be traced (libraries missing, CUPTI refusing) is, to the session,
+/// a tracer that is not available; the host records on.
+fn unavailable(why: String) -> Error {
+    Error::new(ErrorKind::Unavailable, why)
+}
+
+impl Tracer for CuptiTracer {
+    fn start(&mut self) -> Result<(), Error> {
+        self.try_start().map_err(unavailable)?;
         buffers::begin(self.settings.max_activity, self.settings.max_api);
         if let Err(why) = self.cupti.enable(Records::Device) {
             return self.abandon(why);
@@ -266,7 +278,7 @@ impl Tracer for CuptiTracer {
         Ok(())
     }
 
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), Error> {
         if !self.running {
             return Ok(());
         }
@@ -279,7 +291,10 @@ impl Tracer for CuptiTracer {
         self.warnings.extend(warnings);
         self.cupti.disable_all();
         self.running = false;
-        self.cupti.flush()
+        // What CUPTI delivered is kept; the profile says it may lack the rest.
+        self.cupti
+            .flush()
+            .map_err(|why| Error::new(ErrorKind::Internal, why))
     }
 
     fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {
@@ -592,11 +607,12 @@ mod tests {
         let (mut tracer, log) = tracer(fake, ProfileOptions::default());
         // The error is the one warning the session's profile gets (the core turns a
         // tracer's start error into it and goes on recording the host).
-        assert_eq!(tracer.start(), Err(why));
+        let e = tracer.start().expect_err("subscribing was refused");
+        assert_eq!((e.kind(), e.to_string()), (ErrorKind::Unavailable, why));
         // Nothing was turned on, so nothing is left on; no scope hook was installed.
         assert_eq!(said(&log), ["devices", "prepare", "subscribe all=false"]);
         assert!(!tracer.running);
-        assert_eq!(tracer.stop(), Ok(()));
+        tracer.stop().expect("nothing to stop");
     }
 
     /// A factory whose tracer meets a CUPTI another profiler holds.
@@ -645,7 +661,8 @@ mod tests {
             ..Fake::default()
         };
         let (mut tracer, log) = tracer(fake, ProfileOptions::default());
-        assert_eq!(tracer.start(), Err("refused Device".to_owned()));
+        let e = tracer.start().expect_err("Device records refused");
+        assert_eq!(e.to_string(), "refused Device");
         assert_eq!(
             said(&log)[3..],
             ["enable Device", "unsubscribe", "disable_all"]

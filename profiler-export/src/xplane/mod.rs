@@ -44,8 +44,9 @@ pub fn decode(bytes: &[u8]) -> Result<XSpace> {
     XSpace::decode(bytes).map_err(|e| {
         Error::new(
             profiler_core::ErrorKind::InvalidArgument,
-            format!("not an XSpace protobuf: {e}"),
+            "not an XSpace protobuf",
         )
+        .with_source(e)
     })
 }
 

@@ -167,7 +167,8 @@ fn read_with(
         Err(Failure::Invalid(why)) => Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
-                "{} is not an XSpace protobuf: {why} (at byte {})",
+                "{} is not an XSpace protobuf (a .xplane.pb as prof, JAX and TensorFlow write \
+                 it): {why} (at byte {})",
                 path.display(),
                 parser.pos
             ),

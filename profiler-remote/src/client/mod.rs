@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use profiler_core::xspace::XSpace;
-use profiler_core::ConfigValue;
+use profiler_core::{ConfigValue, Error, ErrorKind};
 use tonic::Code;
 
 use crate::proto::{self, advanced_config_value::Value};
@@ -130,24 +130,32 @@ pub enum Captured {
     },
 }
 
-/// Why a capture failed, in the terms a user acts on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a capture failed, in the terms a user acts on; each carries an [`Error`] whose
+/// [kind](Error::kind) is the TensorFlow status code of the failure and whose
+/// [source](std::error::Error::source) is its cause (a transport error, say), so the
+/// message says it once and `?` turns it into a `prof::Error` ([`From`]).
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum CaptureError {
     /// The address is not `HOST:PORT`, or the connection settings cannot be used (a
     /// token that cannot travel in a header, TLS without the `tls` feature, an
-    /// unreadable certificate).
-    BadAddress(String),
-    /// Nothing answers there (refused, unresolvable, unreachable).
-    Unreachable(String),
+    /// unreadable certificate): [`ErrorKind::InvalidArgument`].
+    BadAddress(Error),
+    /// Nothing answers there (refused, unresolvable, unreachable):
+    /// [`ErrorKind::Unavailable`].
+    Unreachable(Error),
     /// Something answers there, but not a gRPC server: an HTTP/1 server, one that wants
-    /// TLS, or one that accepts the connection and says nothing.
-    NotGrpc(String),
-    /// The server is already capturing.
-    Busy(String),
-    /// The capture did not finish in time.
-    Deadline(String),
-    /// The server refused or failed the capture.
-    Server(String),
+    /// TLS, or one that accepts the connection and says nothing:
+    /// [`ErrorKind::Unavailable`].
+    NotGrpc(Error),
+    /// The server is already capturing: [`ErrorKind::AlreadyExists`].
+    Busy(Error),
+    /// The capture did not finish in time: [`ErrorKind::DeadlineExceeded`].
+    Deadline(Error),
+    /// The server refused or failed the capture, with the kind its status code names
+    /// (`INVALID_ARGUMENT` is [`ErrorKind::InvalidArgument`], `UNAUTHENTICATED`
+    /// [`ErrorKind::Unauthenticated`], `INTERNAL` [`ErrorKind::Internal`], ...).
+    Server(Error),
 }
 
 impl CaptureError {
@@ -155,23 +163,54 @@ impl CaptureError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, CaptureError::Unreachable(_) | CaptureError::Busy(_))
     }
+
+    /// The error inside: its message, kind and cause.
+    pub fn error(&self) -> &Error {
+        match self {
+            CaptureError::BadAddress(e)
+            | CaptureError::Unreachable(e)
+            | CaptureError::NotGrpc(e)
+            | CaptureError::Busy(e)
+            | CaptureError::Deadline(e)
+            | CaptureError::Server(e) => e,
+        }
+    }
+
+    /// The kind of failure, as the rest of prof names them.
+    pub fn kind(&self) -> ErrorKind {
+        self.error().kind()
+    }
+
+    /// A [`CaptureError::BadAddress`] saying `message`.
+    fn bad_address(message: impl Into<String>) -> CaptureError {
+        CaptureError::BadAddress(Error::new(ErrorKind::InvalidArgument, message))
+    }
 }
 
 impl fmt::Display for CaptureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaptureError::BadAddress(m) => write!(f, "bad address: {m}"),
-            CaptureError::Unreachable(m) => write!(f, "unreachable: {m}"),
-            // The message says what answered, and whether that rules out gRPC.
-            CaptureError::NotGrpc(m) => write!(f, "{m}"),
-            CaptureError::Busy(m) => write!(f, "busy: {m}"),
-            CaptureError::Deadline(m) => write!(f, "deadline exceeded: {m}"),
-            CaptureError::Server(m) => write!(f, "server error: {m}"),
-        }
+        fmt::Display::fmt(self.error(), f)
     }
 }
 
-impl std::error::Error for CaptureError {}
+impl std::error::Error for CaptureError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error().source()
+    }
+}
+
+impl From<CaptureError> for Error {
+    fn from(e: CaptureError) -> Error {
+        match e {
+            CaptureError::BadAddress(e)
+            | CaptureError::Unreachable(e)
+            | CaptureError::NotGrpc(e)
+            | CaptureError::Busy(e)
+            | CaptureError::Deadline(e)
+            | CaptureError::Server(e) => e,
+        }
+    }
+}
 
 /// `HOST:PORT` (optionally `grpc://HOST:PORT`, as TensorBoard accepts) as a URI.
 ///
@@ -179,8 +218,11 @@ impl std::error::Error for CaptureError {}
 /// [`CaptureError::BadAddress`] naming what is wrong.
 pub fn endpoint_uri(address: &str) -> Result<String, CaptureError> {
     let bare = address.trim().trim_start_matches("grpc://");
-    let bad =
-        |why: &str| CaptureError::BadAddress(format!("{address:?}: {why}; expected HOST:PORT"));
+    let bad = |why: &str| {
+        CaptureError::bad_address(format!(
+            "bad address {address:?}: {why}; expected HOST:PORT"
+        ))
+    };
     let (host, port) = bare.rsplit_once(':').ok_or_else(|| bad("no port"))?;
     if host.is_empty() {
         return Err(bad("no host"));
@@ -238,21 +280,55 @@ fn wire_options(request: &CaptureRequest) -> proto::ProfileOptions {
     }
 }
 
+/// The kind of a gRPC status code, as TensorFlow's status codes name them.
+fn kind_of(code: Code) -> ErrorKind {
+    match code {
+        Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidArgument,
+        Code::FailedPrecondition | Code::NotFound => ErrorKind::FailedPrecondition,
+        Code::AlreadyExists | Code::Aborted => ErrorKind::AlreadyExists,
+        Code::Unavailable => ErrorKind::Unavailable,
+        Code::DeadlineExceeded | Code::Cancelled => ErrorKind::DeadlineExceeded,
+        Code::Unauthenticated | Code::PermissionDenied => ErrorKind::Unauthenticated,
+        Code::Unimplemented => ErrorKind::Unimplemented,
+        _ => ErrorKind::Internal,
+    }
+}
+
 fn classify(status: &tonic::Status) -> CaptureError {
     let code = format!("{:?}", status.code());
-    // A message that ends by naming its code again says it once.
+    // The code is the error's kind; a message that ends by naming it (JAX's and
+    // TensorFlow's do) need not.
     let text = status.message();
     let text = text
         .strip_suffix(code.as_str())
         .and_then(|t| t.strip_suffix(": "))
         .unwrap_or(text);
-    let message = without_repeats(&format!("{code}: {text}"));
+    let text = without_repeats(text);
+    let kind = kind_of(status.code());
     match status.code() {
-        Code::Unavailable => CaptureError::Unreachable(message),
-        Code::DeadlineExceeded | Code::Cancelled => CaptureError::Deadline(message),
+        Code::Unavailable => CaptureError::Unreachable(Error::new(
+            kind,
+            format!("the server is unavailable: {text}"),
+        )),
+        Code::DeadlineExceeded | Code::Cancelled => CaptureError::Deadline(Error::new(
+            kind,
+            format!("the capture did not finish in time: {text}"),
+        )),
         // prof answers ABORTED; JAX and TensorFlow answer INTERNAL with this text.
-        _ if status.message().contains("Another profiling session") => CaptureError::Busy(message),
-        _ => CaptureError::Server(message),
+        _ if status.message().contains("Another profiling session") => {
+            CaptureError::Busy(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("the server is busy: {text}"),
+            ))
+        }
+        _ if kind == ErrorKind::Internal => CaptureError::Server(Error::new(
+            kind,
+            format!("the server failed the capture: {text}"),
+        )),
+        _ => CaptureError::Server(Error::new(
+            kind,
+            format!("the server refused the capture: {text}"),
+        )),
     }
 }
 
@@ -265,8 +341,15 @@ fn endpoint(
     if connection.tls.is_some() {
         uri = uri.replacen("http://", "https://", 1);
     }
-    let endpoint = tonic::transport::Endpoint::from_shared(uri)
-        .map_err(|e| CaptureError::BadAddress(format!("{address:?}: {e}")))?;
+    let endpoint = tonic::transport::Endpoint::from_shared(uri).map_err(|e| {
+        CaptureError::BadAddress(
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("bad address {address:?}"),
+            )
+            .with_source(e),
+        )
+    })?;
     match &connection.tls {
         None => Ok(endpoint),
         Some(tls) => with_tls(endpoint, tls),
@@ -284,9 +367,15 @@ fn with_tls(
     if let Some(name) = &tls.domain_name {
         config = config.domain_name(name.clone());
     }
-    endpoint
-        .tls_config(config)
-        .map_err(|e| CaptureError::BadAddress(format!("TLS settings: {e}")))
+    endpoint.tls_config(config).map_err(|e| {
+        CaptureError::BadAddress(
+            Error::new(
+                ErrorKind::InvalidArgument,
+                "the TLS settings cannot be used",
+            )
+            .with_source(e),
+        )
+    })
 }
 
 #[cfg(not(feature = "tls"))]
@@ -294,8 +383,8 @@ fn with_tls(
     _endpoint: tonic::transport::Endpoint,
     _tls: &ClientTls,
 ) -> Result<tonic::transport::Endpoint, CaptureError> {
-    Err(CaptureError::BadAddress(
-        "TLS was asked for, but profiler-remote was built without its `tls` feature".into(),
+    Err(CaptureError::bad_address(
+        "TLS was asked for, but profiler-remote was built without its `tls` feature",
     ))
 }
 
@@ -304,8 +393,8 @@ fn authorized<T>(message: T, connection: &Connection) -> Result<tonic::Request<T
     let mut request = tonic::Request::new(message);
     if let Some(token) = &connection.bearer_token {
         let value = format!("Bearer {token}").parse().map_err(|_| {
-            CaptureError::BadAddress(
-                "the bearer token cannot travel in a header: use visible ASCII".into(),
+            CaptureError::bad_address(
+                "the bearer token cannot travel in a header: use visible ASCII",
             )
         })?;
         request.metadata_mut().insert("authorization", value);
@@ -327,7 +416,10 @@ pub async fn capture(address: &str, request: &CaptureRequest) -> Result<Captured
     let result = capture_watched(address, request, Arc::clone(&finding)).await;
     match (result, answer::take(&finding)) {
         // Whatever the call's error says, what answered says more.
-        (Err(_), Some(found)) => Err(CaptureError::NotGrpc(found)),
+        (Err(_), Some(found)) => Err(CaptureError::NotGrpc(Error::new(
+            ErrorKind::Unavailable,
+            found,
+        ))),
         (result, _) => result,
     }
 }
@@ -351,7 +443,15 @@ async fn capture_watched(
     let channel = endpoint
         .connect_with_connector(connector)
         .await
-        .map_err(|e| CaptureError::Unreachable(format!("{address}: {}", error_chain(&e))))?;
+        .map_err(|e| {
+            // The transport error stays the cause: tonic's says only "transport error",
+            // and the reason (refused, a certificate not trusted) is in its sources,
+            // which reporters print, each once (`profiler_core::error::report`).
+            CaptureError::Unreachable(
+                Error::new(ErrorKind::Unavailable, format!("cannot reach {address}"))
+                    .with_source(e),
+            )
+        })?;
     let mut client = ProfilerServiceClient::new(channel)
         .max_decoding_message_size(1 << 30)
         .max_encoding_message_size(64 << 20);
@@ -379,24 +479,11 @@ async fn capture_watched(
     })
 }
 
-/// An error and its sources: tonic's connect error alone says only "transport error",
-/// the reason (refused, a certificate not trusted) is in its sources.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    without_repeats(&text)
-}
-
 /// `text` with each run of `: `-separated parts that repeats the run before it said
-/// once: hyper's errors wrap an error of the same words ("tcp connect error: tcp
-/// connect error: Connection refused", "dns error: failed to lookup address
-/// information: Name or service not known: failed to lookup address information: Name
-/// or service not known").
+/// once: a server's message may quote errors that wrap an error of the same words, as
+/// hyper's do ("tcp connect error: tcp connect error: Connection refused", "dns error:
+/// failed to lookup address information: Name or service not known: failed to lookup
+/// address information: Name or service not known").
 fn without_repeats(text: &str) -> String {
     let mut parts: Vec<&str> = text.split(": ").collect();
     let mut i = 0;
@@ -453,9 +540,11 @@ mod tests {
         assert_eq!(without_repeats("a: b: a"), "a: b: a");
         assert_eq!(without_repeats(""), "");
         let status = tonic::Status::invalid_argument("bad duration: InvalidArgument");
+        let e = classify(&status);
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(
-            classify(&status),
-            CaptureError::Server("InvalidArgument: bad duration".into())
+            e.to_string(),
+            "the server refused the capture: bad duration"
         );
     }
 
@@ -469,7 +558,9 @@ mod tests {
             (":5", "no host"),
         ] {
             match endpoint_uri(address) {
-                Err(CaptureError::BadAddress(m)) => assert!(m.contains(why), "{address}: {m}"),
+                Err(CaptureError::BadAddress(m)) => {
+                    assert!(m.to_string().contains(why), "{address}: {m}")
+                }
                 other => panic!("{address}: {other:?}"),
             }
         }

@@ -240,8 +240,9 @@ impl ServerBuilder {
             return server.tls_config(config).map_err(|e| {
                 Error::new(
                     ErrorKind::InvalidArgument,
-                    format!("profiler server TLS certificate or key: {e}"),
+                    "the profiler server's TLS certificate or key cannot be used",
                 )
+                .with_source(e)
             });
         }
         Ok(server)
@@ -255,9 +256,8 @@ impl ServerBuilder {
     /// token that cannot travel in a header, or a TLS certificate or key that cannot
     /// be read.
     pub fn start(self) -> profiler_core::Result<ServerHandle> {
-        let io = |what: String| {
-            move |e: std::io::Error| Error::new(ErrorKind::Io, format!("{what}: {e}"))
-        };
+        let io =
+            |what: String| move |e: std::io::Error| Error::new(ErrorKind::Io, what).with_source(e);
         let auth = self.auth()?;
         let mut transport = self.transport()?;
         let writes = self
@@ -337,7 +337,7 @@ async fn serve(
     let served = router.serve_with_incoming_shutdown(conn::Incoming(incoming), signal);
     tokio::select! {
         served = served => if let Err(e) = served {
-            tracing::error!(target: profiler_core::log::TARGET, "profiler server on {local_addr} stopped: {e}");
+            tracing::error!(target: profiler_core::log::TARGET, "profiler server on {local_addr} stopped: {}", profiler_core::error::report(&e));
         },
         () = async {
             stop_requested(stopped).await;

@@ -12,6 +12,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use profiler_core::error::report;
 use profiler_core::options::DEFAULT_MAX_XPLANE_BYTES;
 use profiler_core::Profile;
 use tonic::Status;
@@ -192,8 +193,9 @@ impl Output {
         profiler_export::fit::write_xplane(&self.file, profile, DEFAULT_MAX_XPLANE_BYTES).map_err(
             |e| {
                 Status::internal(format!(
-                    "cannot write {}: {e}",
-                    quote(&self.file.to_string_lossy())
+                    "cannot write {}: {}",
+                    quote(&self.file.to_string_lossy()),
+                    report(&e)
                 ))
             },
         )?;

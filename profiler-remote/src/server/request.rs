@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use profiler_core::error::report;
 use profiler_core::{ConfigValue, ProfileOptions};
 use profiler_export::formats::{self, host_file_stem};
 use tonic::Status;
@@ -178,7 +179,7 @@ pub(super) fn request_options(request: &proto::ProfileRequest) -> Result<Request
     }
     options
         .validate()
-        .map_err(|e| invalid(clip(&format!("ProfileRequest.opts: {e}"))))?;
+        .map_err(|e| invalid(clip(&format!("ProfileRequest.opts: {}", report(&e)))))?;
     let duration_ms = if opts.duration_ms > 0 {
         opts.duration_ms
     } else {

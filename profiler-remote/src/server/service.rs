@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use profiler_core::error::report;
 use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::{session, ErrorKind, Profile};
 use tokio::sync::Notify;
@@ -132,7 +133,7 @@ fn within_response(
     mut space: profiler_core::xspace::XSpace,
 ) -> Result<profiler_core::xspace::XSpace, Status> {
     profiler_export::fit::retain_within(&mut space, MAX_RESPONSE_XSPACE_BYTES, "the response")
-        .map_err(|e| Status::internal(e.to_string()))?;
+        .map_err(|e| Status::internal(report(&e).to_string()))?;
     Ok(space)
 }
 
@@ -176,7 +177,7 @@ impl Service {
             ErrorKind::AlreadyExists => Status::aborted(format!(
                 "{BUSY} (this process already runs a session: prof::start, a schedule or the flight recorder)"
             )),
-            _ => Status::internal(format!("cannot start profiling: {e}")),
+            _ => Status::internal(format!("cannot start profiling: {}", report(&e))),
         })?;
         claim.recording = true;
         tokio::select! {
@@ -184,8 +185,8 @@ impl Service {
             () = stop.notified() => {}
         }
         claim.recording = false;
-        let profile =
-            session::stop().map_err(|e| Status::internal(format!("cannot stop profiling: {e}")))?;
+        let profile = session::stop()
+            .map_err(|e| Status::internal(format!("cannot stop profiling: {}", report(&e))))?;
         drop(claim);
         Ok((profile, output))
     }
@@ -277,7 +278,7 @@ impl ProfilerService for Service {
                 "no continuous profiling session is running",
             ));
         }
-        session::stop().map_err(|e| Status::internal(e.to_string()))?;
+        session::stop().map_err(|e| Status::internal(report(&e).to_string()))?;
         Ok(Response::new(proto::StopContinuousProfilingResponse {}))
     }
 
@@ -297,7 +298,7 @@ impl ProfilerService for Service {
         let profile = tokio::task::spawn_blocking(flight_recorder::snapshot)
             .await
             .map_err(|e| Status::internal(format!("the snapshot failed: {e}")))?
-            .map_err(|e| Status::failed_precondition(e.to_string()))?;
+            .map_err(|e| Status::failed_precondition(report(&e).to_string()))?;
         Ok(Response::new(proto::ProfileResponse {
             empty_trace: profile.event_count() == 0,
             xspace: Some(within_response(profile.into_xspace())?),
