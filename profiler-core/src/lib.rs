@@ -62,10 +62,12 @@ pub mod layer;
 pub mod memory;
 // 5. collection: buffers to an XSpace.
 mod collect;
-// 6. session control, and the tracers it starts and stops.
+// 6. the process's end: the panic hook, signals and exit, armed by session control.
+pub mod exit;
+// 7. session control, and the tracers it starts and stops.
 pub mod session;
 pub mod tracer;
-// 7. sessions of particular shapes.
+// 8. sessions of particular shapes.
 pub mod flight_recorder;
 pub mod schedule;
 
