@@ -152,6 +152,44 @@ pub mod flight_recorder {
         crate::register_tracers();
         profiler_core::flight_recorder::start(options, recorder)
     }
+
+    /// Starts a flight-recorder session whose last snapshot is written to `logdir`
+    /// as a run of its own when it ends: at [`crate::stop`], or when the program ends
+    /// without it (a panic, the exit, and with `write_on_signals`, SIGTERM or SIGINT;
+    /// see the sessions chapter). Snapshots taken meanwhile are written nowhere
+    /// unless you write them.
+    ///
+    /// ```
+    /// use prof::flight_recorder::{self, FlightRecorder};
+    ///
+    /// # let logdir = std::env::temp_dir().join(format!("prof-doc-fr-{}", std::process::id()));
+    /// let options = prof::ProfileOptions::default().write_on_signals(true);
+    /// flight_recorder::start_in(&logdir, options, FlightRecorder::new(4096))?;
+    /// for step in 0..10_000 {
+    ///     let _step = prof::trace!("Train", step_num = step);
+    /// }
+    /// let last = prof::stop()?; // the rings' last snapshot, written to logdir
+    /// assert_eq!(last.steps().last(), Some(&9_999));
+    /// assert!(last.files()[0].starts_with(&logdir));
+    /// # std::fs::remove_dir_all(&logdir).ok();
+    /// # Ok::<(), prof::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`start`], and as [`crate::start`] for the logdir.
+    pub fn start_in(
+        logdir: impl AsRef<std::path::Path>,
+        options: crate::ProfileOptions,
+        recorder: FlightRecorder,
+    ) -> crate::Result<()> {
+        let logdir = logdir.as_ref().to_path_buf();
+        options.validate()?;
+        recorder.validate()?;
+        crate::register_tracers();
+        crate::export::logdir::prepare(&logdir)?;
+        let writer = crate::writer(logdir, &options);
+        profiler_core::flight_recorder::start_writing(options, recorder, writer)
+    }
 }
 
 /// The GPU timeline (feature `cuda`): CUPTI device tracing. [`start`] registers the
@@ -250,9 +288,8 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     options.validate()?;
     register_tracers();
     export::logdir::prepare(&logdir)?;
-    let formats = options.export_formats.clone();
-    let max_xplane_bytes = options.max_xplane_bytes;
-    profiler_core::session::start(options, Some(writer(logdir, formats, max_xplane_bytes)))
+    let writer = writer(logdir, &options);
+    profiler_core::session::start(options, Some(writer))
 }
 
 /// Starts a session that keeps its profile in memory, writing nothing: [`stop`]
@@ -312,20 +349,28 @@ pub fn resume() -> Result<()> {
 }
 
 /// Registers the device tracers this build has (feature `cuda`) for every later
-/// session. The core cannot know them, so each facade entry point that starts
-/// sessions calls this: [`start`], [`flight_recorder::start`] and `server::start`.
-/// The scheduled profiler and a `ServerBuilder` are the core's and the server
-/// crate's own types: with them, call `prof::cuda::register()` once first.
+/// session, and what removes half-written files when a signal cuts a write short.
+/// The core cannot know them, so each facade entry point that starts sessions calls
+/// this: [`start`], [`flight_recorder::start`] and `server::start`. The scheduled
+/// profiler and a `ServerBuilder` are the core's and the server crate's own types:
+/// with them, call `prof::cuda::register()` once first.
 fn register_tracers() {
     #[cfg(feature = "cuda")]
     profiler_cuda::register();
+    profiler_core::exit::set_cleanup(remove_temporaries);
 }
 
-fn writer(
-    logdir: PathBuf,
-    formats: Vec<ExportFormat>,
-    max_xplane_bytes: u64,
-) -> profiler_core::session::Finisher {
+/// Removes the temporary files of writes in progress (a signal's budget ran out).
+fn remove_temporaries() {
+    drop(export::atomic::remove_temporaries());
+}
+
+/// Writes a session's profile as a new run of `logdir`, as `options` ask: the
+/// `.xplane.pb` first (cut to `max_xplane_bytes`), then the other formats. The exit
+/// paths (a panic, a signal, the end of `main`) run it too.
+fn writer(logdir: PathBuf, options: &ProfileOptions) -> profiler_core::session::Finisher {
+    let formats = options.export_formats.clone();
+    let max_xplane_bytes = options.max_xplane_bytes;
     Box::new(move |profile| {
         export::logdir::write_logdir_within(&logdir, profile, &formats, max_xplane_bytes)
     })
