@@ -245,10 +245,17 @@ fn open_gate(options: &ProfileOptions, paused: bool) -> Anchor {
 fn finish(running: Running, note: Option<&str>) -> Result<Profile> {
     // A panic in here (a writer failing) is prof's own: the panic hook must not try to
     // end the session it is ending.
+    /// Disarms the exit paths however the session ends, a panicking finisher
+    /// included.
+    struct Disarm(bool);
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            exit::disarm(self.0);
+        }
+    }
     exit::in_control(|| {
-        let result = collect_and_write(running, note);
-        exit::disarm(note.is_some());
-        result
+        let _disarm = Disarm(note.is_some());
+        collect_and_write(running, note)
     })
 }
 

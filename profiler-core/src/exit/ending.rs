@@ -123,10 +123,15 @@ pub(super) fn set_end(end: EndFn) {
 /// Runs `f` marked as prof's own session control on this thread: a panic inside it (a
 /// writer failing during `stop`) must not have the panic hook end the session again.
 pub(crate) fn in_control<R>(f: impl FnOnce() -> R) -> R {
-    let was = IN_CONTROL.try_with(|c| c.replace(true)).unwrap_or(true);
-    let result = f();
-    let _ = IN_CONTROL.try_with(|c| c.set(was));
-    result
+    /// Lowers the flag again however `f` ends, unwinding included.
+    struct Lower(bool);
+    impl Drop for Lower {
+        fn drop(&mut self) {
+            let _ = IN_CONTROL.try_with(|c| c.set(self.0));
+        }
+    }
+    let _lower = Lower(IN_CONTROL.try_with(|c| c.replace(true)).unwrap_or(true));
+    f()
 }
 
 /// Whether this thread is inside prof's session control or writing a profile for an

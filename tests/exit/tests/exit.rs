@@ -1,10 +1,11 @@
 //! The profile survives the program's end, proven in child processes (`exit-child`):
 //! each scenario records a session and ends without `stop`, and the test reads the
 //! logdir it left with prof's reader (CI's exit step then has xprof's converters read
-//! the same files: set `PROF_EXIT_LOGS=DIR` to keep them in DIR).
+//! the same files: set `PROF_EXIT_LOGS` to an absolute DIR to keep them there; tests run
+//! in `tests/exit`).
 //!
 //! The `panic = "abort"` scenarios need the child built with `cargo build -p
-//! prof-exit-tests --profile panic-abort`, named by `PROF_EXIT_ABORT_CHILD`; CI's exit
+//! prof-exit-tests --profile panic-abort`, named by an absolute `PROF_EXIT_ABORT_CHILD`; CI's exit
 //! step does both. Without it they say so and pass: cargo cannot build a test target
 //! with `panic = "abort"`, so the plain `cargo test` has no such binary.
 
@@ -28,7 +29,7 @@ fn abort_child() -> Option<PathBuf> {
     if child.is_none() {
         println!(
             "skipped: the panic = \"abort\" child is not built (cargo build -p prof-exit-tests \
-             --profile panic-abort, then PROF_EXIT_ABORT_CHILD=target/panic-abort/exit-child)"
+             --profile panic-abort, then PROF_EXIT_ABORT_CHILD=$PWD/target/panic-abort/exit-child)"
         );
     }
     child
@@ -431,7 +432,7 @@ fn a_session_past_its_xplane_limit_writes_the_cut_file_first_under_sigterm() {
             let (e, m) = v.split_once(',')?;
             Some((e.parse().ok()?, m.parse().ok()?))
         })
-        .unwrap_or((400_000u64, 1u64 << 20));
+        .unwrap_or((150_000u64, 256u64 << 10));
     let (dir, _keep) = logdir("big");
     let args = [events.to_string(), max_bytes.to_string(), "0".to_owned()];
     let mut child = spawn(Path::new(UNWIND), "big", &dir, &args);
