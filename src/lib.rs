@@ -51,6 +51,7 @@
 //! | record `tracing` spans | [`ProfilerLayer`] (feature `tracing`) | [tracing] |
 //! | run a session | [`start`], [`stop`], [`Session`], [`profile`], [`start_in_memory`], [`pause`], [`resume`], [`ProfileOptions`] | [sessions] |
 //! | profile chosen steps, or keep a ring | [`schedule`], [`flight_recorder`] | [sessions] |
+//! | keep the profile when the program dies (panic, SIGTERM, no `stop`) | automatic; [`ProfileOptions::write_on_signals`], [`flight_recorder::start_in`] | [sessions] |
 //! | export, summarise a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`], [`summary`] | [formats], [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
 //! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
@@ -277,6 +278,13 @@ pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<d
 /// whose `.xplane.pb` would pass `options.max_xplane_bytes` (XProf opens no file over
 /// 2 GiB) keeps its latest steps that fit there, and the whole session in a Perfetto
 /// trace beside it ([`export::fit`]).
+///
+/// If the program ends without [`stop`], the profile is still written there: by a
+/// panic that ends it (on the main thread, or under `panic = "abort"`), at its exit
+/// (`main` returned, `std::process::exit`), and with
+/// [`ProfileOptions::write_on_signals`] on SIGTERM and SIGINT, each time with a warning
+/// in the profile and one line on stderr saying where it went (the sessions chapter
+/// says what cannot be saved).
 ///
 /// # Errors
 /// [`ErrorKind::InvalidArgument`] for invalid options or a logdir that cannot be

@@ -11,6 +11,8 @@
 //!   `tracing` span the subscriber passes, on the same timeline;
 //! - **sessions** ([`session::start`], [`session::stop`], [`ProfileOptions`]): one at a
 //!   time per process, as in `tf.profiler.experimental` and `jax.profiler`;
+//! - **the program's end** ([`exit`]): while a session records, a panic, the exit
+//!   without `stop` and (opt-in) SIGTERM/SIGINT write it where `stop` would have;
 //! - **tracers** ([`tracer`]): the plug-in interface device tracers (CUPTI, in
 //!   `profiler-cuda`) join sessions through;
 //! - **the XSpace model** ([`xspace`]): TSL's `xplane.proto`, the single representation

@@ -8,6 +8,8 @@
 //! prof-exit-tests --profile panic-abort`, named by an absolute `PROF_EXIT_ABORT_CHILD`; CI's exit
 //! step does both. Without it they say so and pass: cargo cannot build a test target
 //! with `panic = "abort"`, so the plain `cargo test` has no such binary.
+// What was skipped and the big session's figures go to the test's output.
+#![allow(clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
