@@ -245,6 +245,7 @@ pub(super) fn end_session(why: &Why, budget: Option<Duration>) -> Outcome {
 /// Waits until the exit path ending the session now is done, or `deadline` (if any)
 /// passes: [`Outcome::AlreadyEnding`] (that path says how it went) or
 /// [`Outcome::TimedOut`].
+#[cfg(unix)] // the exit and signal paths
 pub(super) fn wait_until_ended(deadline: Option<Instant>) -> Outcome {
     let start = Instant::now();
     while ENDING.load(Ordering::Acquire) {
