@@ -243,8 +243,6 @@ fn open_gate(options: &ProfileOptions, paused: bool) -> Anchor {
 /// Stops `running`, collects its profile and runs its finisher; `note`, when an exit
 /// path ends it, is the warning saying why (and that `stop` was never called).
 fn finish(running: Running, note: Option<&str>) -> Result<Profile> {
-    // A panic in here (a writer failing) is prof's own: the panic hook must not try to
-    // end the session it is ending.
     /// Disarms the exit paths however the session ends, a panicking finisher
     /// included.
     struct Disarm(bool);
@@ -253,6 +251,8 @@ fn finish(running: Running, note: Option<&str>) -> Result<Profile> {
             exit::disarm(self.0);
         }
     }
+    // A panic in here (a writer failing) is prof's own: the panic hook must not try to
+    // end the session it is ending.
     exit::in_control(|| {
         let _disarm = Disarm(note.is_some());
         collect_and_write(running, note)
