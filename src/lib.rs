@@ -63,6 +63,7 @@
 //! | record `tracing` spans | [`ProfilerLayer`] (feature `tracing`) | [tracing] |
 //! | run a session | [`start`], [`stop`], [`Session`], [`profile`], [`start_in_memory`], [`pause`], [`resume`], [`ProfileOptions`] | [sessions] |
 //! | profile chosen steps, or keep a ring | [`schedule`], [`flight_recorder`] | [sessions] |
+//! | keep the profile when the program dies (panic, SIGTERM, no `stop`) | automatic; [`ProfileOptions::write_on_signals`], [`flight_recorder::start_in`] | [sessions] |
 //! | export a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`] | [formats] |
 //! | summarise a profile, compare two runs | [`prelude`] ([`ProfileAnalysis`]), [`summary`], [`diff()`], [`diff`](mod@diff) | [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
@@ -236,6 +237,44 @@ pub mod flight_recorder {
         crate::register_tracers();
         profiler_core::flight_recorder::start(options, recorder)
     }
+
+    /// Starts a flight-recorder session whose last snapshot is written to `logdir`
+    /// as a run of its own when it ends: at [`crate::stop`], or when the program ends
+    /// without it (a panic, the exit, and with `write_on_signals`, SIGTERM or SIGINT;
+    /// see the sessions chapter). Snapshots taken meanwhile are written nowhere
+    /// unless you write them.
+    ///
+    /// ```
+    /// use prof::flight_recorder::{self, FlightRecorder};
+    ///
+    /// # let logdir = std::env::temp_dir().join(format!("prof-doc-fr-{}", std::process::id()));
+    /// let options = prof::ProfileOptions::default().write_on_signals(true);
+    /// flight_recorder::start_in(&logdir, options, FlightRecorder::new(4096))?;
+    /// for step in 0..10_000 {
+    ///     let _step = prof::trace!("Train", step_num = step);
+    /// }
+    /// let last = prof::stop()?; // the rings' last snapshot, written to logdir
+    /// assert_eq!(last.steps().last(), Some(&9_999));
+    /// assert!(last.files()[0].starts_with(&logdir));
+    /// # std::fs::remove_dir_all(&logdir).ok();
+    /// # Ok::<(), prof::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`start`], and as [`crate::start`] for the logdir.
+    pub fn start_in(
+        logdir: impl AsRef<std::path::Path>,
+        options: crate::ProfileOptions,
+        recorder: FlightRecorder,
+    ) -> crate::Result<()> {
+        let logdir = logdir.as_ref().to_path_buf();
+        options.validate()?;
+        recorder.validate()?;
+        crate::register_tracers();
+        crate::export::logdir::prepare(&logdir)?;
+        let writer = crate::writer(logdir, &options);
+        profiler_core::flight_recorder::start_writing(options, recorder, writer)
+    }
 }
 
 /// The GPU timeline (feature `cuda`): CUPTI device tracing. [`start`] registers the
@@ -327,6 +366,13 @@ pub fn diff(base: impl Into<diff::Side>, new: impl Into<diff::Side>) -> Result<d
 /// 2 GiB) keeps its latest steps that fit there, and the whole session in a Perfetto
 /// trace beside it ([`export::fit`]).
 ///
+/// If the program ends without [`stop`], the profile is still written there: by a
+/// panic that ends it (on the main thread, or under `panic = "abort"`), at its exit
+/// (`main` returned, `std::process::exit`), and with
+/// [`ProfileOptions::write_on_signals`] on SIGTERM and SIGINT, each time with a warning
+/// in the profile and one line on stderr saying where it went (the sessions chapter
+/// says what cannot be saved).
+///
 /// # Errors
 /// [`ErrorKind::InvalidArgument`] for invalid options; [`ErrorKind::Io`] for a logdir
 /// that cannot be created (naming it, with the cause as the error's source);
@@ -338,9 +384,8 @@ pub fn start(logdir: impl AsRef<Path>, options: ProfileOptions) -> Result<()> {
     options.validate()?;
     register_tracers();
     export::logdir::prepare(&logdir)?;
-    let formats = options.export_formats.clone();
-    let max_xplane_bytes = options.max_xplane_bytes;
-    profiler_core::session::start(options, Some(writer(logdir, formats, max_xplane_bytes)))
+    let writer = writer(logdir, &options);
+    profiler_core::session::start(options, Some(writer))
 }
 
 /// Starts a session that keeps its profile in memory, writing nothing: [`stop`]
@@ -400,7 +445,8 @@ pub fn resume() -> Result<()> {
 }
 
 /// Registers the device tracers this build has (feature `cuda`) for every later
-/// session. The core cannot know them, so every facade entry point that starts
+/// session, and what removes half-written files when a signal cuts a write short.
+/// The core cannot know them, so every facade entry point that starts
 /// sessions calls this: [`start`] (and so [`Session::start`] and [`profile`]),
 /// [`start_in_memory`], [`flight_recorder::start`], [`schedule::Profiler::start`],
 /// and, under `remote`, `server::start` and `server::ServerBuilder::start`.
@@ -409,13 +455,20 @@ fn register_tracers() {
     tests::REGISTERED.with(|n| n.set(n.get() + 1));
     #[cfg(feature = "cuda")]
     profiler_cuda::register();
+    profiler_core::exit::set_cleanup(remove_temporaries);
 }
 
-fn writer(
-    logdir: PathBuf,
-    formats: Vec<ExportFormat>,
-    max_xplane_bytes: u64,
-) -> profiler_core::session::Finisher {
+/// Removes the temporary files of writes in progress (a signal's budget ran out).
+fn remove_temporaries() {
+    drop(export::atomic::remove_temporaries());
+}
+
+/// Writes a session's profile as a new run of `logdir`, as `options` ask: the
+/// `.xplane.pb` first (cut to `max_xplane_bytes`), then the other formats. The exit
+/// paths (a panic, a signal, the end of `main`) run it too.
+fn writer(logdir: PathBuf, options: &ProfileOptions) -> profiler_core::session::Finisher {
+    let formats = options.export_formats.clone();
+    let max_xplane_bytes = options.max_xplane_bytes;
     Box::new(move |profile| {
         export::logdir::write_logdir_within(&logdir, profile, &formats, max_xplane_bytes)
     })

@@ -105,6 +105,27 @@ pub fn start(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
     session::start_with(options, None, recorder.events_per_thread, recorder.window)
 }
 
+/// Starts a flight-recorder session whose last snapshot `finisher` writes when it
+/// ends: at [`session::stop`], and when the process ends without it (a panic, the
+/// exit, a signal with `write_on_signals`; see [`crate::exit`]). The `prof` facade's
+/// `flight_recorder::start_in` passes one writing a logdir.
+///
+/// # Errors
+/// As [`start`].
+pub fn start_writing(
+    options: ProfileOptions,
+    recorder: FlightRecorder,
+    finisher: session::Finisher,
+) -> Result<()> {
+    recorder.validate()?;
+    session::start_with(
+        options,
+        Some(finisher),
+        recorder.events_per_thread,
+        recorder.window,
+    )
+}
+
 /// What the rings hold now, as a profile; recording goes on.
 ///
 /// # Errors

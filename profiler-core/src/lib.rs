@@ -11,6 +11,8 @@
 //!   `tracing` span the subscriber passes, on the same timeline;
 //! - **sessions** ([`session::start`], [`session::stop`], [`ProfileOptions`]): one at a
 //!   time per process, as in `tf.profiler.experimental` and `jax.profiler`;
+//! - **the program's end** ([`exit`]): while a session records, a panic, the exit
+//!   without `stop` and (opt-in) SIGTERM/SIGINT write it where `stop` would have;
 //! - **tracers** ([`tracer`]): the plug-in interface device tracers (CUPTI, in
 //!   `profiler-cuda`) join sessions through;
 //! - **the XSpace model** ([`xspace`]): TSL's `xplane.proto`, the single representation
@@ -65,10 +67,12 @@ pub mod layer;
 pub mod memory;
 // 5. collection: buffers to an XSpace.
 mod collect;
-// 6. session control, and the tracers it starts and stops.
+// 6. the process's end: the panic hook, signals and exit, armed by session control.
+pub mod exit;
+// 7. session control, and the tracers it starts and stops.
 pub mod session;
 pub mod tracer;
-// 7. sessions of particular shapes.
+// 8. sessions of particular shapes.
 pub mod flight_recorder;
 pub mod schedule;
 

@@ -24,6 +24,18 @@ pub const MIN_XPLANE_BYTES: u64 = 4 << 10;
 /// for what readers add around the message.
 pub const DEFAULT_MAX_XPLANE_BYTES: u64 = XPROF_MAX_BYTES + 1 - (64 << 20);
 
+/// The `advanced_configuration` key asking for [`ProfileOptions::write_on_signals`].
+pub const WRITE_ON_SIGNALS: &str = "write_on_signals";
+
+/// The `advanced_configuration` key bounding how long a signal waits for the profile
+/// to be written ([`ProfileOptions::signal_budget`]).
+pub const WRITE_ON_SIGNALS_BUDGET_MS: &str = "write_on_signals_budget_ms";
+
+/// The default time a SIGTERM or SIGINT leaves the profile's writing: inside the 30 s
+/// that Kubernetes (`terminationGracePeriodSeconds`) and SLURM (`KillWait`) wait
+/// between SIGTERM and SIGKILL by default, with room for the program's own shutdown.
+pub const DEFAULT_SIGNAL_BUDGET_MS: u64 = 20_000;
+
 /// What a profiling session records.
 ///
 /// ```
@@ -61,6 +73,13 @@ pub struct ProfileOptions {
     /// and the whole session is written as Perfetto beside it (`profiler-export`'s
     /// `fit`). Lower it to keep files small; a test sets it to a few kilobytes.
     pub max_xplane_bytes: u64,
+    /// On Unix, write the profile when SIGTERM or SIGINT arrives (a scheduler's
+    /// preemption, Ctrl-C), then let the signal do what it did before: its previous
+    /// handler runs, or the process ends with the signal's status. Off by default: a
+    /// library installs no signal handler unasked. The `advanced_configuration` key
+    /// `write_on_signals` asks for the same where only keys travel (remote captures);
+    /// see [`crate::exit`].
+    pub write_on_signals: bool,
 }
 
 impl Default for ProfileOptions {
@@ -74,6 +93,7 @@ impl Default for ProfileOptions {
             advanced_configuration: BTreeMap::new(),
             export_formats: Vec::new(),
             max_xplane_bytes: DEFAULT_MAX_XPLANE_BYTES,
+            write_on_signals: false,
         }
     }
 }
@@ -121,6 +141,28 @@ impl ProfileOptions {
     pub fn max_xplane_bytes(mut self, bytes: u64) -> Self {
         self.max_xplane_bytes = bytes;
         self
+    }
+
+    /// Sets [`ProfileOptions::write_on_signals`].
+    pub fn write_on_signals(mut self, on: bool) -> Self {
+        self.write_on_signals = on;
+        self
+    }
+
+    /// Whether SIGTERM and SIGINT write the profile: [`ProfileOptions::write_on_signals`]
+    /// or the `advanced_configuration` key of the same name.
+    pub fn writes_on_signals(&self) -> bool {
+        self.write_on_signals || self.advanced_bool(WRITE_ON_SIGNALS) == Some(true)
+    }
+
+    /// How long a signal leaves the profile's writing before it takes its course
+    /// (`write_on_signals_budget_ms`, [`DEFAULT_SIGNAL_BUDGET_MS`] unless set).
+    pub fn signal_budget(&self) -> std::time::Duration {
+        let ms = self
+            .advanced_int(WRITE_ON_SIGNALS_BUDGET_MS)
+            .and_then(|ms| u64::try_from(ms).ok())
+            .unwrap_or(DEFAULT_SIGNAL_BUDGET_MS);
+        std::time::Duration::from_millis(ms)
     }
 
     /// Adds one `advanced_configuration` entry.
@@ -504,6 +546,18 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         kind: ConfigKind::Int,
         doc: "profile GPUs 0..N-1 only, as TSL does; 0 (the default) or more than there are means all of them",
         device: true,
+    },
+    ConfigKey {
+        name: WRITE_ON_SIGNALS,
+        kind: ConfigKind::Bool,
+        doc: "on Unix, SIGTERM and SIGINT write the profile where stop would, then take their course (the previous handler runs, or the process ends with the signal's status), as ProfileOptions::write_on_signals; default false: no handler is installed",
+        device: false,
+    },
+    ConfigKey {
+        name: WRITE_ON_SIGNALS_BUDGET_MS,
+        kind: ConfigKind::Positive,
+        doc: "with write_on_signals, how long the signal waits for the profile to be written (the .xplane.pb first) before it takes its course, milliseconds; default 20000",
+        device: false,
     },
 ];
 

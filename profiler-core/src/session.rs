@@ -8,13 +8,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Mutex, TryLockError};
+use std::time::{Duration, Instant};
 
 use crate::buffer;
 use crate::clock::Anchor;
 use crate::collect::collect;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exit::{self, Ended};
 use crate::gate;
 use crate::options::ProfileOptions;
 use crate::profile::Profile;
@@ -53,6 +54,8 @@ struct Running {
     /// Pauses that ended, as (start, end) ticks.
     pauses: Vec<(u64, u64)>,
     finisher: Option<Finisher>,
+    /// Warnings for the profile from arming the exit paths (signals left ignored).
+    warnings: Vec<String>,
     /// Dropping it wakes and ends the session's timer thread.
     _cancel_timer: Option<mpsc::Sender<()>>,
 }
@@ -97,6 +100,14 @@ pub(crate) fn start_with(
     window: Option<Duration>,
 ) -> Result<()> {
     options.validate()?;
+    if options.writes_on_signals() && finisher.is_none() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "write_on_signals: this session writes nothing when it stops (it is kept in \
+             memory, or a flight recorder's without a logdir), so a signal would have nothing \
+             to write: start it with a logdir (prof::start, prof::flight_recorder::start_in)",
+        ));
+    }
     let mut state = state();
     if let State::Running(running) = &*state {
         return Err(Error::new(
@@ -117,6 +128,7 @@ pub(crate) fn start_with(
         Some(spawn_timer(generation, delay, duration)?)
     };
     let start = delay.is_zero().then(|| open_gate(&options, false));
+    let warnings = exit::arm(end_for_exit, &options, finisher.is_some());
     *state = State::Running(Running {
         generation,
         buffer_generation: generation,
@@ -127,6 +139,7 @@ pub(crate) fn start_with(
         paused_at: None,
         pauses: Vec::new(),
         finisher,
+        warnings,
         _cancel_timer: cancel,
     });
     Ok(())
@@ -140,7 +153,7 @@ pub(crate) fn start_with(
 pub fn stop() -> Result<Profile> {
     let mut state = state();
     match std::mem::replace(&mut *state, State::Idle) {
-        State::Running(running) => finish(running),
+        State::Running(running) => finish(running, None),
         State::Finished(result) => result,
         State::Idle => Err(Error::new(
             ErrorKind::FailedPrecondition,
@@ -223,7 +236,26 @@ fn open_gate(options: &ProfileOptions, paused: bool) -> Anchor {
     anchor
 }
 
-fn finish(mut running: Running) -> Result<Profile> {
+/// Stops `running`, collects its profile and runs its finisher; `note`, when an exit
+/// path ends it, is the warning saying why (and that `stop` was never called).
+fn finish(running: Running, note: Option<&str>) -> Result<Profile> {
+    /// Disarms the exit paths however the session ends, a panicking finisher
+    /// included.
+    struct Disarm(bool);
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            exit::disarm(self.0);
+        }
+    }
+    // A panic in here (a writer failing) is prof's own: the panic hook must not try to
+    // end the session it is ending.
+    exit::in_control(|| {
+        let _disarm = Disarm(note.is_some());
+        collect_and_write(running, note)
+    })
+}
+
+fn collect_and_write(mut running: Running, note: Option<&str>) -> Result<Profile> {
     gate::close();
     let stop = Anchor::now();
     let tracers = tracer::stop_all();
@@ -241,6 +273,8 @@ fn finish(mut running: Running) -> Result<Profile> {
     );
     tracer::collect_all(tracers, &mut space, &start, &stop);
     say_if_compiled_out(&mut space);
+    space.warnings.append(&mut running.warnings);
+    space.warnings.extend(note.map(str::to_owned));
     let profile = Profile::new(space);
     match running.finisher.take() {
         Some(finisher) => finisher(profile),
@@ -259,6 +293,37 @@ fn say_if_compiled_out(space: &mut crate::xspace::XSpace) {
                 .into(),
         );
     }
+}
+
+/// Ends the running session because the process ends (the exit paths of
+/// [`crate::exit`] call it on a thread of theirs): stopped with `note` as a warning,
+/// written by its finisher, and kept for a later [`stop`] to hand over. A session that
+/// writes nowhere is left running. Waits for the session lock until `lock_by` only:
+/// the thread holding it may never let go (it panicked while stopping).
+fn end_for_exit(note: &str, lock_by: Instant) -> Ended {
+    let mut state = loop {
+        match STATE.try_lock() {
+            Ok(state) => break state,
+            Err(TryLockError::Poisoned(poisoned)) => break poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) if Instant::now() >= lock_by => return Ended::Busy,
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    match &*state {
+        State::Running(running) if running.finisher.is_some() => {}
+        State::Running(_) => return Ended::Nowhere,
+        State::Idle | State::Finished(_) => return Ended::NoSession,
+    }
+    let State::Running(running) = std::mem::replace(&mut *state, State::Idle) else {
+        return Ended::NoSession;
+    };
+    let result = finish(running, Some(note));
+    let ended = match &result {
+        Ok(profile) => Ended::Written(profile.files().to_vec()),
+        Err(e) => Ended::Failed(e.to_string()),
+    };
+    *state = State::Finished(result);
+    ended
 }
 
 /// The ticks before which a flight recorder's snapshot leaves records out; 0 for all.
@@ -348,7 +413,7 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
             let mut state = state();
             if matches!(&*state, State::Running(r) if r.generation == generation) {
                 if let State::Running(running) = std::mem::replace(&mut *state, State::Idle) {
-                    *state = State::Finished(finish(running));
+                    *state = State::Finished(finish(running, None));
                 }
             }
         });

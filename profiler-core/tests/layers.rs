@@ -72,6 +72,17 @@ const LAYERS: &[(&str, &[&str])] = &[
             "collect::tasks",
         ],
     ),
+    (
+        "process end",
+        &[
+            "exit",
+            "exit::atexit",
+            "exit::ending",
+            "exit::panic",
+            "exit::report",
+            "exit::signals",
+        ],
+    ),
     ("session control", &["session", "tracer"]),
     (
         "session shapes",

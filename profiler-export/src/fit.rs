@@ -124,9 +124,11 @@ pub struct Written {
 
 /// Writes `profile`'s `.xplane.pb` at `path`, atomically, within `max_bytes`
 /// ([`DEFAULT_MAX_XPLANE_BYTES`] unless a session asked for less): whole when it fits;
-/// otherwise the whole session is first written as Perfetto beside it (`path` with
-/// `.pftrace` for `.xplane.pb`), the cut is noted in the profile (see the module
-/// documentation), and the file holds the most recent whole steps that fit.
+/// otherwise the cut is noted in the profile (see the module documentation), the file
+/// holds the most recent whole steps that fit, and then the whole session is written
+/// as Perfetto beside it (`path` with `.pftrace` for `.xplane.pb`). The `.xplane.pb`
+/// comes first so that a process cut short while writing (a signal's budget) keeps
+/// the file XProf opens.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the file that could not be written;
@@ -143,7 +145,6 @@ pub fn write_xplane(path: &Path, profile: &mut Profile, max_bytes: u64) -> Resul
     drop(layout);
     let cut = find(profile.xspace(), whole, max_bytes)?;
     let full = full_trace_path(path);
-    perfetto::write(profile.xspace(), &full)?;
     let name = |p: &Path| {
         p.file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
@@ -175,6 +176,9 @@ pub fn write_xplane(path: &Path, profile: &mut Profile, max_bytes: u64) -> Resul
         ));
     }
     write_layout(path, profile.xspace(), &layout)?;
+    // The file XProf opens first, the whole session after: a process given a grace
+    // period to end (a scheduler's SIGTERM) keeps the one that matters most.
+    perfetto::write(profile.xspace(), &full)?;
     Ok(Written {
         cut: Some(cut),
         full_trace: Some(full),

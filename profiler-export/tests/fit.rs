@@ -212,3 +212,21 @@ fn a_response_is_cut_in_place_to_its_latest_steps() {
         .expect("fits")
         .is_none());
 }
+
+/// A process given a grace period (a scheduler's SIGTERM) may be killed while it
+/// writes: the cut `.xplane.pb`, the file XProf opens, is written before the whole
+/// session's Perfetto trace. Here the trace cannot be written at all (a directory
+/// stands at its path), and the `.xplane.pb` is there all the same.
+#[test]
+fn the_cut_xplane_is_written_before_the_whole_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("host.xplane.pb");
+    let full = dir.path().join("host.pftrace");
+    std::fs::create_dir(&full).expect("a directory where the trace would go");
+    let mut profile = Profile::new(events_only(2000));
+    let err = fit::write_xplane(&path, &mut profile, 16 << 10).expect_err("no trace");
+    assert!(err.to_string().contains("host.pftrace"), "{err}");
+    let file = xplane::read(&path).expect("the cut file was written first");
+    assert!(std::fs::metadata(&path).expect("file").len() <= 16 << 10);
+    assert!(!starts(&file).is_empty());
+}

@@ -493,3 +493,80 @@ fn continuous_profiling_keeps_the_latest_records_and_snapshots_without_stopping(
         assert_eq!(gone.code(), Code::NotFound);
     });
 }
+
+/// `write_on_signals` as a key, as a remote client can only ask for it: where the
+/// server writes the capture itself, the session writes it (at stop, or at the
+/// process's end); where the profile would go back to the client, or nowhere is
+/// named, the request is refused before anything records.
+#[test]
+fn write_on_signals_asks_the_server_for_a_file_it_writes() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().join("plugins/profile");
+    let (_server, addr) = serve();
+    let _work = Workload::start();
+    let with_key = |mut request: proto::ProfileRequest| {
+        let opts = request.opts.get_or_insert_with(Default::default);
+        opts.version = 1;
+        opts.advanced_configuration.insert(
+            "write_on_signals".into(),
+            proto::AdvancedConfigValue {
+                value: Some(proto::advanced_config_value::Value::BoolValue(true)),
+            },
+        );
+        request
+    };
+    runtime().block_on(async {
+        let mut c = raw_client(&addr).await;
+        let refused = c
+            .profile(with_key(support::emitting("s", 100)))
+            .await
+            .expect_err("nowhere to write on a signal");
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+        assert!(
+            refused.message().contains("write_on_signals"),
+            "{refused:?}"
+        );
+        assert!(!session::is_running());
+
+        let request = xprof_like(&root.to_string_lossy(), "captured", "h", 200);
+        let response = c
+            .profile(with_key(request))
+            .await
+            .expect("a capture the server writes")
+            .into_inner();
+        assert!(response.xspace.is_none());
+        let space = profiler_export::xplane::read(&root.join("captured/h.xplane.pb"))
+            .expect("the file the session wrote");
+        assert!(!Profile::new(space).steps().is_empty());
+
+        let continuous = |root: &str| proto::ProfileRequest {
+            max_events: 2048,
+            repository_root: root.into(),
+            session_id: "recorder".into(),
+            host_name: "h".into(),
+            opts: Some(proto::ProfileOptions {
+                version: 1,
+                host_tracer_level: 2,
+                ..proto::ProfileOptions::default()
+            }),
+            ..proto::ProfileRequest::default()
+        };
+        let refused = c
+            .start_continuous_profiling(with_key(continuous("")))
+            .await
+            .expect_err("no repository_root");
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+        assert!(refused.message().contains("repository_root"), "{refused:?}");
+        c.start_continuous_profiling(with_key(continuous(&root.to_string_lossy())))
+            .await
+            .expect("a flight recorder with somewhere to write");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        c.stop_continuous_profiling(proto::StopContinuousProfilingRequest::default())
+            .await
+            .expect("stop");
+    });
+    let space = profiler_export::xplane::read(&root.join("recorder/h.xplane.pb"))
+        .expect("the recorder's last snapshot, written as it stopped");
+    assert!(!Profile::new(space).steps().is_empty());
+}

@@ -11,7 +11,12 @@ for the tools `tool_names`, `trace_viewer` (legacy Chrome-style JSON) and
   * every --expect-thread NAME is the name of a thread in the trace viewer;
   * the overview page's step-time graph lists at least --min-steps steps;
   * the streaming trace viewer (`trace_viewer@`, what TensorBoard's Profile
-    tab loads) draws at least --min-flows flow arrows with both ends.
+    tab loads) draws at least --min-flows flow arrows with both ends;
+  * every --expect-arg EVENT KEY TEXT: an event EVENT whose argument KEY
+    contains TEXT; every --expect-event-thread EVENT THREAD: an event EVENT on
+    the thread THREAD;
+  * the overview page's step numbers are exactly --expect-step-numbers, and its
+    diagnostics list a warning containing each --expect-warning TEXT.
 
 Usage (CI):
   python tests/interop/xprof_check.py --xplane PATH/host.xplane.pb \
@@ -154,6 +159,8 @@ class TraceSummary:
         # Step roots are renamed "<name> <step_num>" by xprof; remember them.
         self.step_events: dict[str, Counter[str]] = defaultdict(Counter)
         self.total_events = 0
+        # Per name, the thread and arguments of its first events.
+        self.instances: dict[str, list[tuple[tuple[object, object], dict]]] = defaultdict(list)
 
 
 _STEP_RENAME = re.compile(r"^(?P<base>.*) (?P<num>-?\d+)$")
@@ -179,6 +186,8 @@ def decode_trace(raw: bytes) -> TraceSummary:
             continue
         s.total_events += 1
         s.event_counts[name] += 1
+        if len(s.instances[name]) < 100:
+            s.instances[name].append(((ev.get("pid"), ev.get("tid")), args))
         s.events_per_thread[(ev.get("pid"), ev.get("tid"))] += 1
         if any(k in args for k in ("step_name", "step_num", "group_id")):
             m = _STEP_RENAME.match(name)
@@ -222,6 +231,7 @@ def match_event(s: TraceSummary, name: str) -> tuple[int, int]:
 
 class Steps:
     def __init__(self) -> None:
+        self.warnings: list[str] = []
         self.labels: list[str] = []
         self.step_times_ms: list[float | None] = []
         self.hardware_type: str | None = None
@@ -285,6 +295,15 @@ def decode_overview_json(doc) -> Steps:
         st.labels.append("" if label is None else str(label))
         t = _cell(row, i_time)
         st.step_times_ms.append(float(t) if isinstance(t, (int, float)) else None)
+    # The diagnostics: the DataTable with "severity" and "message" columns.
+    for t in tables:
+        if not isinstance(t, dict):
+            continue
+        ids = [c.get("id") if isinstance(c, dict) else None for c in t.get("cols") or []]
+        if "severity" in ids and "message" in ids:
+            for row in t.get("rows") or []:
+                if isinstance(row, dict):
+                    st.warnings.append(str(_cell(row, ids.index("message")) or ""))
     p = table.get("p") or {}
     st.hardware_type = p.get("hardware_type")
     st.avg_ms = p.get("steptime_ms_average")
@@ -394,6 +413,37 @@ def parse_args(argv):
         default=[],
         metavar="NAME",
         help="counter tracks the streaming trace viewer must show, each with --min-steps samples",
+    )
+    ap.add_argument(
+        "--expect-arg",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("EVENT", "KEY", "TEXT"),
+        help="an event named EVENT must have an argument KEY containing TEXT (repeatable)",
+    )
+    ap.add_argument(
+        "--expect-event-thread",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("EVENT", "THREAD"),
+        help="an event named EVENT must be on the thread named THREAD (repeatable)",
+    )
+    ap.add_argument(
+        "--expect-step-numbers",
+        nargs="+",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the overview page's step numbers must be exactly these",
+    )
+    ap.add_argument(
+        "--expect-warning",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="the overview page's diagnostics must list a warning containing TEXT (repeatable)",
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="show xprof's own log")
     ap.add_argument("--_worker", nargs=2, metavar=("XPLANE", "OUTDIR"), help=argparse.SUPPRESS)
@@ -543,6 +593,21 @@ def main(argv=None) -> int:
                     failures.append(
                         f"expected thread {name!r} not found; threads are {_fmt_list(sorted(thread_names))}"
                     )
+            for event, key, text in args.expect_arg:
+                found = [a.get(key) for _, a in trace.instances.get(event, [])]
+                if any(text in str(v) for v in found if v is not None):
+                    print(f"  expected {event!r} with {key} containing {text!r}: OK")
+                else:
+                    failures.append(
+                        f"no event {event!r} has an argument {key!r} containing {text!r}; "
+                        f"its {key!r} values: {_fmt_list(found[:10])}"
+                    )
+            for event, thread in args.expect_event_thread:
+                on = sorted({trace.threads.get(k, f"tid {k[1]}") for k, _ in trace.instances.get(event, [])})
+                if thread in on:
+                    print(f"  expected {event!r} on thread {thread!r}: OK")
+                else:
+                    failures.append(f"no event {event!r} on thread {thread!r}; it is on {_fmt_list(on)}")
         else:
             for name in args.expect_event:
                 failures.append(f"expected event {name!r}: not checked (no trace viewer data)")
@@ -602,6 +667,17 @@ def main(argv=None) -> int:
                     shown = nums if len(nums) <= 20 else nums[:20] + ["..."]
                     print(f"  step numbers: {shown}")
                 print(f"  step labels: {_fmt_list(steps.labels[:20])}" + (" ..." if len(steps.labels) > 20 else ""))
+            if args.expect_step_numbers is not None and steps.numbers != args.expect_step_numbers:
+                failures.append(
+                    f"overview page step numbers are {steps.numbers}, expected {args.expect_step_numbers}"
+                )
+            for text in args.expect_warning:
+                if any(text in w for w in steps.warnings):
+                    print(f"  expected warning containing {text!r}: OK")
+                else:
+                    failures.append(
+                        f"no overview page warning contains {text!r}; warnings: {_fmt_list(steps.warnings)}"
+                    )
             if len(steps.labels) < args.min_steps:
                 failures.append(
                     f"overview page lists {len(steps.labels)} steps, expected at least {args.min_steps}. "

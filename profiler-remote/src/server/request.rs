@@ -235,7 +235,7 @@ fn check_capture_limits(
 }
 
 /// The session id a request names: its own, else its options'.
-fn session_id(request: &proto::ProfileRequest) -> Result<String, Status> {
+pub(super) fn session_id(request: &proto::ProfileRequest) -> Result<String, Status> {
     let id = match &request.opts {
         Some(opts) if request.session_id.is_empty() => &opts.session_id,
         _ => &request.session_id,
@@ -246,7 +246,7 @@ fn session_id(request: &proto::ProfileRequest) -> Result<String, Status> {
 
 /// Where a capture that the server writes goes: `repository_root/session_id/<host>`,
 /// the root as the server's [`Writes`] allows it.
-fn target_file(
+pub(super) fn target_file(
     request: &proto::ProfileRequest,
     session_id: &str,
     writes: &Writes,
@@ -292,6 +292,15 @@ impl Capture {
         } else {
             Some(target_file(request, &session_id, writes)?)
         };
+        if file.is_none() && options.writes_on_signals() {
+            return Err(invalid(
+                "ProfileRequest.opts: write_on_signals: an emit_xspace capture returns its \
+                 profile to the client, so a signal ending this server's process would have \
+                 nowhere to write it; ask the server to write it (repository_root, without \
+                 emit_xspace)"
+                    .into(),
+            ));
+        }
         Ok(Capture {
             options,
             duration: Duration::from_millis(duration_ms),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use profiler_core::error::report;
 use profiler_core::flight_recorder::{self, FlightRecorder};
-use profiler_core::{session, ErrorKind, Profile};
+use profiler_core::{session, Error, ErrorKind, Profile};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
@@ -17,7 +17,9 @@ use crate::server::conn::InFlight;
 use crate::server::limits::{Limits, MAX_RESPONSE_XSPACE_BYTES};
 use crate::server::output::{Output, Writes};
 use crate::server::quote::clip;
-use crate::server::request::{check_len, invalid, request_options, Capture, MAX_NAME_BYTES};
+use crate::server::request::{
+    check_len, invalid, request_options, session_id, target_file, Capture, MAX_NAME_BYTES,
+};
 
 /// The message real servers answer a second concurrent capture with; clients and
 /// `capture-profile` recognise it.
@@ -155,8 +157,10 @@ impl Service {
     }
 
     /// Runs a capture: claims the server, creates its file (so an unwritable place
-    /// fails before anything is recorded), waits for its start, records.
-    async fn capture(&self, capture: Capture) -> Result<(Profile, Option<Output>), Status> {
+    /// fails before anything is recorded), waits for its start, records. The session
+    /// writes the file itself when it stops (by this capture, or by the process's end
+    /// with `write_on_signals`); the flag says whether it did.
+    async fn capture(&self, capture: Capture) -> Result<(Profile, bool), Status> {
         let stop = Arc::new(Notify::new());
         let mut claim = self.claim(&capture.session_id, &stop)?;
         let output = match &capture.file {
@@ -173,7 +177,8 @@ impl Service {
                 }
             }
         }
-        session::start(capture.options.clone(), None).map_err(|e| match e.kind() {
+        let writes_file = output.is_some();
+        session::start(capture.options.clone(), output.map(writer)).map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Status::aborted(format!(
                 "{BUSY} (this process already runs a session: prof::start, a schedule or the flight recorder)"
             )),
@@ -188,8 +193,19 @@ impl Service {
         let profile = session::stop()
             .map_err(|e| Status::internal(format!("cannot stop profiling: {}", report(&e))))?;
         drop(claim);
-        Ok((profile, output))
+        Ok((profile, writes_file))
     }
+}
+
+/// A session finisher writing `output`: a capture's file, or a remote flight
+/// recorder's last snapshot.
+fn writer(output: Output) -> session::Finisher {
+    Box::new(move |mut profile| {
+        output
+            .commit(&mut profile)
+            .map_err(|status| Error::new(ErrorKind::Io, status.message().to_owned()))?;
+        Ok(profile)
+    })
 }
 
 #[tonic::async_trait]
@@ -200,14 +216,13 @@ impl ProfilerService for Service {
     ) -> Result<Response<proto::ProfileResponse>, Status> {
         let _in_flight = InFlight::of(&request);
         let capture = Capture::from_request(request.get_ref(), &self.limits, &self.writes)?;
-        let (mut profile, output) = self.capture(capture).await?;
+        let (profile, wrote_file) = self.capture(capture).await?;
         let mut response = proto::ProfileResponse {
             empty_trace: profile.event_count() == 0,
             ..proto::ProfileResponse::default()
         };
-        match output {
-            None => response.xspace = Some(within_response(profile.into_xspace())?),
-            Some(output) => output.commit(&mut profile)?,
+        if !wrote_file {
+            response.xspace = Some(within_response(profile.into_xspace())?);
         }
         Ok(Response::new(response))
     }
@@ -262,7 +277,23 @@ impl ProfilerService for Service {
         if requested.duration_ms > 0 {
             recorder = recorder.window(Duration::from_millis(requested.duration_ms));
         }
-        flight_recorder::start(requested.options, recorder).map_err(|e| match e.kind() {
+        let started = if requested.options.writes_on_signals() {
+            // The last snapshot goes where a capture's file would: written when the
+            // recorder stops, by StopContinuousProfiling or by the process's end.
+            if request.repository_root.is_empty() {
+                return Err(invalid(
+                    "ProfileRequest.opts: write_on_signals: say where this server writes the \
+                     flight recorder's last snapshot (repository_root)"
+                        .into(),
+                ));
+            }
+            let file = target_file(&request, &session_id(&request)?, &self.writes)?;
+            let output = Output::create(&file, &self.writes)?;
+            flight_recorder::start_writing(requested.options, recorder, writer(output))
+        } else {
+            flight_recorder::start(requested.options, recorder)
+        };
+        started.map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Status::already_exists(e.to_string()),
             _ => invalid(clip(&e.to_string())),
         })?;
