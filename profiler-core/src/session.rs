@@ -11,9 +11,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::alloc::{self, HostLevel};
 use crate::buffer;
 use crate::clock::Anchor;
-use crate::collect::collect;
+use crate::collect::{collect, HeapAtEdges};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate;
 use crate::options::ProfileOptions;
@@ -52,6 +53,9 @@ struct Running {
     options: ProfileOptions,
     /// `None` while `delay_ms` has not elapsed.
     start: Option<Anchor>,
+    /// The host heap when recording started (or restarted after a discard): the
+    /// memory timeline's first point.
+    heap_at_start: Option<HostLevel>,
     /// Ticks at which the current pause began; `Some` while paused.
     paused_at: Option<u64>,
     /// Pauses that ended, as (start, end) ticks.
@@ -128,6 +132,7 @@ pub(crate) fn start_with(
         window,
         options,
         start,
+        heap_at_start: start.and_then(|_| alloc::host_level()),
         paused_at: None,
         pauses: Vec::new(),
         finisher,
@@ -208,6 +213,7 @@ pub fn discard_recorded() -> Result<()> {
     }
     if running.start.is_some() {
         running.start = Some(now);
+        running.heap_at_start = alloc::host_level();
     }
     Ok(())
 }
@@ -230,6 +236,10 @@ fn open_gate(options: &ProfileOptions, paused: bool) -> Anchor {
 fn finish(mut running: Running) -> Result<Profile> {
     gate::close();
     let stop = Anchor::now();
+    let heap = HeapAtEdges {
+        start: running.heap_at_start,
+        stop: alloc::host_level(),
+    };
     let tracers = tracer::stop_all();
     let start = running.start.unwrap_or(stop);
     if let Some(paused_at) = running.paused_at.take() {
@@ -242,6 +252,7 @@ fn finish(mut running: Running) -> Result<Profile> {
         running.options.host_tracer_level as u8,
         &running.pauses,
         since(&running, &stop),
+        heap,
     );
     tracer::collect_all(tracers, &mut space, &start, &stop);
     let profile = Profile::new(space);
@@ -294,13 +305,20 @@ pub(crate) fn snapshot() -> Result<Profile> {
     if let Some(paused_at) = running.paused_at {
         pauses.push((paused_at, now.ticks));
     }
+    let since = since(running, &now);
+    let heap = HeapAtEdges {
+        // A window that leaves the start out has no level to show there.
+        start: running.heap_at_start.filter(|_| since == 0),
+        stop: alloc::host_level(),
+    };
     let space = collect(
         running.buffer_generation,
         &start,
         &now,
         running.options.host_tracer_level as u8,
         &pauses,
-        since(running, &now),
+        since,
+        heap,
     );
     Ok(Profile::new(space))
 }
@@ -327,6 +345,7 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
                 match &mut *state {
                     State::Running(r) if r.generation == generation => {
                         r.start = Some(open_gate(&r.options, r.paused_at.is_some()));
+                        r.heap_at_start = alloc::host_level();
                     }
                     _ => return,
                 }
