@@ -91,3 +91,61 @@ fn the_documented_scope_measures_the_peak_inside_it() {
     );
     assert_eq!(m.peak_of("GPU_9"), None, "no tracer saw a GPU 9");
 }
+
+/// Issue 36: a program whose memory is steady, set up as the documentation shows: a
+/// model of 4 MiB loaded before the session, and 40 steps that each allocate 16 KiB
+/// and free it. No thread's tally ever folds, yet the profile holds the host's level
+/// at the session's start, at each step's end and at its end, all at the program's
+/// level. CI runs this with `PROF_STEADY_LOGDIR` set and has XProf's `memory_profile`
+/// read the logdir, against the level this writes beside it (`expected_levels.json`).
+#[test]
+fn a_steady_program_has_a_memory_timeline_at_its_level() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = std::env::var_os("PROF_STEADY_LOGDIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_owned());
+    let model = vec![1u8; 4 << 20];
+    std::hint::black_box(&model);
+    let level = prof::memory::host()
+        .expect("the tracking allocator counts")
+        .in_use;
+    prof::start(&dir, ProfileOptions::default()).expect("start");
+    for step in 0..40u64 {
+        let _step = prof::trace!("Train", step_num = step);
+        let scratch = vec![0u8; 16 << 10];
+        std::hint::black_box(&scratch);
+    }
+    let profile = prof::stop().expect("stop");
+
+    let host = profile.xspace().plane("/host:CPU").expect("the host plane");
+    let levels: Vec<i64> = host
+        .lines
+        .iter()
+        .flat_map(|line| &line.events)
+        .filter(|e| {
+            matches!(
+                host.event_name(e.metadata_id),
+                Some("MemoryAllocation" | "MemoryDeallocation")
+            )
+        })
+        .filter_map(|e| host.find_stat(&e.stats, "bytes_allocated")?.as_i64())
+        .collect();
+    assert_eq!(levels.len(), 42, "the start, 40 step ends and the end");
+    // Within a fold's worth for each thread that allocates here (this one, whose
+    // count is exact but includes prof's own 32 KiB buffer chunk, and the harness's).
+    let slack: u64 = 2 * 64 * 1024;
+    for at in &levels {
+        assert!(at.abs_diff(level as i64) < slack, "{at} against {level}");
+    }
+    let summary = profile.summary(&SummaryOptions::default());
+    let peak = summary
+        .memory()
+        .iter()
+        .find(|p| p.allocator == "host")
+        .expect("the summary lists the host");
+    assert!(peak.peak_bytes.abs_diff(level) < slack);
+    let expected = format!(r#"{{"host": {{"bytes": {level}, "slack": {slack}}}}}"#);
+    std::fs::write(dir.join("expected_levels.json"), expected).expect("write the levels");
+    drop(model);
+}

@@ -29,6 +29,11 @@
 //!
 //! # What a session records
 //!
+//! The heap's level at the session's start and end (on its `Profiler` line, from
+//! `host_level` as session control reads it) and at each step's end (on the step's
+//! line, `note_level`): points without a fold, so that a program whose memory is
+//! steady, and whose tallies never fold, still has its level on the timeline.
+//!
 //! Each fold writes, on the folding thread's line, one event XProf's Memory Profile
 //! reads (allocator `host`): a *snapshot*, `MemoryAllocation` when the thread's tally
 //! grew since its last fold and `MemoryDeallocation` when it shrank, carrying the bytes
@@ -227,6 +232,49 @@ fn record(in_use: i64, allocations: i64, net: i64, block: Option<(i64, *mut u8)>
             ],
         ),
     }
+}
+
+/// The host heap at one moment: what a session records at its start and end, and a
+/// step at its end, whether or not any thread folded its tally since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostLevel {
+    /// Bytes in use: the process total plus the calling thread's tally.
+    pub(crate) in_use: i64,
+    /// The highest bytes in use since the last reset, this moment's included.
+    pub(crate) peak: i64,
+    /// Allocations in use, counted as `in_use` is.
+    pub(crate) allocations: i64,
+}
+
+/// The host heap now, as the calling thread sees it; `None` without a
+/// [`TrackingAllocator`]. Exact for the calling thread, within [`FLUSH_BYTES`] for
+/// each other.
+pub(crate) fn host_level() -> Option<HostLevel> {
+    if !host_tracked() {
+        return None;
+    }
+    let (net, n) = own_tally();
+    let in_use = HOST.in_use() + net;
+    Some(HostLevel {
+        in_use,
+        peak: HOST.peak().max(in_use),
+        allocations: COUNT.load(Ordering::Relaxed) + n,
+    })
+}
+
+/// Records the host heap's level now on this thread's line, as a fold would (a
+/// snapshot event and the two counter samples), without folding: how a step's end
+/// puts a point on the memory timeline of a program whose tallies never fold (one that
+/// allocates and frees the same each step). Nothing while no session records user
+/// annotations, or without a tracking allocator.
+pub(crate) fn note_level() {
+    if !gate::is_open(USER_LEVEL) || reentry::samples_held() {
+        return;
+    }
+    let Some(level) = host_level() else {
+        return;
+    };
+    reentry::hold_samples(|| record(level.in_use, level.allocations, 0, None));
 }
 
 /// The calling thread's tally: (net bytes, net count) not yet folded in.

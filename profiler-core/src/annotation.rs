@@ -7,9 +7,11 @@
 
 use std::marker::PhantomData;
 
+use crate::alloc;
 use crate::buffer::{self, EventRef};
 use crate::field::{AsValue, Value};
 use crate::gate;
+use crate::schema;
 use crate::scope;
 use crate::tags::POLL_OF;
 
@@ -36,6 +38,10 @@ pub struct Trace {
 const CLOSES: usize = 1;
 /// The tracer scope hook was told of the open, so must be of the close.
 const HOOKED: usize = 2;
+/// The event is a training step (it carries `step_num`): its end records the host
+/// heap's level, so that a program whose memory never changes enough to fold a
+/// thread's tally still has a point per step on XProf's memory timeline.
+const STEP: usize = 4;
 
 impl Trace {
     /// Opens an annotation named `name` if a session records user annotations.
@@ -69,9 +75,16 @@ impl Trace {
         name: &'static str,
         fields: [(&'static str, Value<'_>); N],
     ) -> Trace {
+        // The keys are `stringify!`ed identifiers at every `trace!`: once inlined,
+        // this compares constants and folds away.
+        let step = if fields.iter().any(|(key, _)| *key == schema::STEP_NUM) {
+            STEP
+        } else {
+            0
+        };
         let event = buffer::begin_event_with(name, &fields).map(|mut event| {
             let hooked = if scope::enter(&event) { HOOKED } else { 0 };
-            event.set_flags(CLOSES | hooked);
+            event.set_flags(CLOSES | hooked | step);
             event
         });
         Trace {
@@ -134,6 +147,18 @@ impl Trace {
         Some((event, at))
     }
 
+    /// Marks the annotation as a training step, whose `step_num` came after its start
+    /// (a `tracing` span's fields): its end records the host heap's level.
+    #[cfg(feature = "tracing")]
+    #[inline]
+    pub(crate) fn mark_step(&mut self) {
+        if let Some(event) = &mut self.event {
+            if event.flags() & CLOSES != 0 {
+                event.add_flags(STEP);
+            }
+        }
+    }
+
     /// Opens an event named `name` tagged as a poll of task `task` (see the
     /// collector's `tasks` module), without checking the gate: the tag is one field
     /// written with the event, whatever the task.
@@ -156,16 +181,33 @@ impl Drop for Trace {
 }
 
 /// Ends `event` now, if it is one that closes (not an instant), telling the scope
-/// hook if it was told of the open; returns the clock ticks it ended at.
+/// hook if it was told of the open, and noting the heap's level at a step's end;
+/// returns the clock ticks it ended at.
 #[inline(always)]
 fn close(event: &buffer::EventRef) -> Option<u64> {
-    if event.flags() & CLOSES == 0 {
+    let flags = event.flags();
+    if flags & CLOSES == 0 {
         return None;
     }
-    if event.flags() & HOOKED != 0 {
-        scope::exit();
+    // One test for both rare cases, as there was one for the hook alone: a second
+    // would be one more on every annotation's close.
+    if flags & (HOOKED | STEP) != 0 {
+        before_close(flags);
     }
     Some(buffer::end_event(event))
+}
+
+/// What a hooked or step event's close does before the event ends: the level noted
+/// before the end, so that it falls inside the step it belongs to.
+#[cold]
+#[inline(never)]
+fn before_close(flags: usize) {
+    if flags & HOOKED != 0 {
+        scope::exit();
+    }
+    if flags & STEP != 0 {
+        alloc::note_level();
+    }
 }
 
 /// Opens an annotation on the current thread: `trace!("name", key = value, ...)`.

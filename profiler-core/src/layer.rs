@@ -48,6 +48,7 @@ use crate::buffer::{self, EventRef};
 use crate::clock;
 use crate::field::OwnedValue;
 use crate::gate;
+use crate::schema;
 use crate::tags::{CLOSED, PROF_TASK};
 
 /// Host tracer levels at which `tracing` spans, and also `tracing` events, are recorded.
@@ -164,9 +165,13 @@ impl Born {
     }
 }
 
-fn apply(trace: &Trace, fields: &[(&'static str, OwnedValue)]) {
+/// Sets `fields` on `trace`'s event; a `step_num` among them makes it a training step.
+fn apply(trace: &mut Trace, fields: &[(&'static str, OwnedValue)]) {
     for (key, value) in fields {
         trace.set_metadata(key, value);
+        if *key == schema::STEP_NUM {
+            trace.mark_step();
+        }
     }
 }
 
@@ -263,8 +268,8 @@ where
     // The deferred case: a span already entered on this thread gets the fields on
     // its open event.
     let _ = OPEN.try_with(|open| {
-        if let Ok(open) = open.try_borrow() {
-            if let Some((_, trace)) = open.iter().rev().find(|(open_id, _)| open_id == id) {
+        if let Ok(mut open) = open.try_borrow_mut() {
+            if let Some((_, trace)) = open.iter_mut().rev().find(|(open_id, _)| open_id == id) {
                 apply(trace, &recorded.0);
             }
         }
@@ -299,9 +304,9 @@ where
                 drop(span);
                 begin(id, metadata)
             } else {
-                let trace = begin(id, metadata);
+                let mut trace = begin(id, metadata);
                 if let Some(fields) = span.extensions().get::<SpanFields>() {
-                    apply(&trace, &fields.0);
+                    apply(&mut trace, &fields.0);
                 }
                 trace
             }
@@ -376,10 +381,10 @@ fn record_event(event: &Event<'_>) {
     if event.metadata().target() == crate::log::TARGET {
         return;
     }
-    let trace = Trace::instant(event.metadata().name());
+    let mut trace = Trace::instant(event.metadata().name());
     if trace.is_recording() {
         let mut fields = SpanFields::default();
         event.record(&mut fields);
-        apply(&trace, &fields.0);
+        apply(&mut trace, &fields.0);
     }
 }

@@ -11,9 +11,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
+use crate::alloc::{self, HostLevel};
 use crate::buffer;
 use crate::clock::Anchor;
-use crate::collect::collect;
+use crate::collect::{collect, HeapAtEdges};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exit::{self, Ended};
 use crate::gate;
@@ -49,6 +50,9 @@ struct Running {
     options: ProfileOptions,
     /// `None` while `delay_ms` has not elapsed.
     start: Option<Anchor>,
+    /// The host heap when recording started (or restarted after a discard): the
+    /// memory timeline's first point.
+    heap_at_start: Option<HostLevel>,
     /// Ticks at which the current pause began; `Some` while paused.
     paused_at: Option<u64>,
     /// Pauses that ended, as (start, end) ticks.
@@ -136,6 +140,7 @@ pub(crate) fn start_with(
         window,
         options,
         start,
+        heap_at_start: start.and_then(|_| alloc::host_level()),
         paused_at: None,
         pauses: Vec::new(),
         finisher,
@@ -217,6 +222,7 @@ pub fn discard_recorded() -> Result<()> {
     }
     if running.start.is_some() {
         running.start = Some(now);
+        running.heap_at_start = alloc::host_level();
     }
     Ok(())
 }
@@ -258,6 +264,10 @@ fn finish(running: Running, note: Option<&str>) -> Result<Profile> {
 fn collect_and_write(mut running: Running, note: Option<&str>) -> Result<Profile> {
     gate::close();
     let stop = Anchor::now();
+    let heap = HeapAtEdges {
+        start: running.heap_at_start,
+        stop: alloc::host_level(),
+    };
     let tracers = tracer::stop_all();
     let start = running.start.unwrap_or(stop);
     if let Some(paused_at) = running.paused_at.take() {
@@ -270,6 +280,7 @@ fn collect_and_write(mut running: Running, note: Option<&str>) -> Result<Profile
         running.options.host_tracer_level as u8,
         &running.pauses,
         since(&running, &stop),
+        heap,
     );
     tracer::collect_all(tracers, &mut space, &start, &stop);
     say_if_compiled_out(&mut space);
@@ -369,13 +380,20 @@ pub(crate) fn snapshot() -> Result<Profile> {
     if let Some(paused_at) = running.paused_at {
         pauses.push((paused_at, now.ticks));
     }
+    let since = since(running, &now);
+    let heap = HeapAtEdges {
+        // A window that leaves the start out has no level to show there.
+        start: running.heap_at_start.filter(|_| since == 0),
+        stop: alloc::host_level(),
+    };
     let mut space = collect(
         running.buffer_generation,
         &start,
         &now,
         running.options.host_tracer_level as u8,
         &pauses,
-        since(running, &now),
+        since,
+        heap,
     );
     say_if_compiled_out(&mut space);
     Ok(Profile::new(space))
@@ -403,6 +421,7 @@ fn spawn_timer(generation: u64, delay: Duration, duration: Duration) -> Result<m
                 match &mut *state {
                     State::Running(r) if r.generation == generation => {
                         r.start = Some(open_gate(&r.options, r.paused_at.is_some()));
+                        r.heap_at_start = alloc::host_level();
                     }
                     _ => return,
                 }

@@ -263,3 +263,92 @@ fn memory_api_follows_a_known_allocation_pattern() {
     assert_eq!(memory::host().expect("host").peak - base, 1 << 20);
     drop(d);
 }
+
+/// Issue 36: a program whose memory is steady (a model loaded before the session,
+/// buffers allocated and freed each step) never folds a tally, yet its session shows
+/// its level at the start, at each step's end (steps of `trace!` and of `tracing`
+/// spans alike) and at the end.
+#[test]
+fn a_steady_program_shows_its_level_at_the_edges_and_at_each_steps_end() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let _serial = support::serial();
+    let model = vec![1u8; 4 << 20];
+    std::hint::black_box(&model);
+    let level = Tracking::bytes_in_use();
+    session::start(ProfileOptions::default(), None).expect("start");
+    for step in 0..40i64 {
+        let _step = trace!("Train", step_num = step);
+        let _forward = trace!("forward");
+        let scratch = vec![0u8; 16 << 10];
+        std::hint::black_box(&scratch);
+    }
+    let subscriber = tracing_subscriber::registry().with(profiler_core::ProfilerLayer::new());
+    tracing::subscriber::with_default(subscriber, || {
+        // A span step whose step_num comes with the span, and one given later.
+        let _given = tracing::info_span!("Train", step_num = 40i64).entered();
+        drop(_given);
+        let later = tracing::info_span!("Train", step_num = tracing::field::Empty);
+        let _entered = later.enter();
+        later.record("step_num", 41i64);
+    });
+    let profile = session::stop().expect("stop");
+    drop(model);
+
+    let events = memory_events(&profile);
+    let this = support::this_thread();
+    // The steps' ends, on this thread's line, inside their steps (the step is the
+    // only annotation open: no op, region Train).
+    let steps: Vec<&MemoryEvent> = events
+        .iter()
+        .filter(|e| e.line == this && e.stats.get("region_type") == Some(&V::S("Train".into())))
+        .collect();
+    assert_eq!(steps.len(), 42, "one per step: {:?}", events.len());
+    for e in &steps {
+        assert_eq!(e.stats.get("tf_op"), None);
+    }
+    // The edges, on the Profiler line, first and last.
+    let edges: Vec<&MemoryEvent> = events.iter().filter(|e| e.line == "Profiler").collect();
+    assert_eq!(edges.len(), 2, "the start and the end");
+    // Every point at the program's level: exact for this thread, within a fold's worth
+    // for another (prof's own buffer chunk, 32 KiB, counts too).
+    for e in steps.iter().chain(&edges) {
+        assert_eq!(e.stats.get("allocator_name"), Some(&V::S("host".into())));
+        for key in INT_STATS {
+            int(e, key);
+        }
+        let at = int(e, "bytes_allocated");
+        assert!(
+            (at - level).abs() < 2 * FLUSH_BYTES,
+            "{} at {at}, the program's level {level}",
+            e.name
+        );
+        assert!(int(e, "peak_bytes_in_use") >= at);
+        assert_eq!(int(e, "addr"), 0, "a snapshot is no block");
+    }
+    // The counter track has the same points.
+    let samples = profile.counter_samples(schema::HOST_BYTES_IN_USE);
+    assert!(samples.len() >= 44, "{} samples", samples.len());
+    let host = support::host(&profile);
+    let profiler = support::line(host, "Profiler");
+    let (first, last) = (
+        profiler.events.first().expect("start"),
+        profiler.events.last().expect("end"),
+    );
+    assert_eq!(
+        first.offset_ps(),
+        0,
+        "the start's level at the session's start"
+    );
+    let mine = support::my_line(host);
+    let end = mine
+        .events
+        .iter()
+        .map(|e| mine.timestamp_ns * 1000 + e.offset_ps() + e.duration_ps)
+        .max()
+        .expect("events");
+    assert!(
+        profiler.timestamp_ns * 1000 + last.offset_ps() >= end,
+        "the end's after all"
+    );
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::xspace::XStatValue;
-use profiler_core::{session, trace, ErrorKind, ProfileOptions, TrackingAllocator};
+use profiler_core::{schema, session, trace, ErrorKind, ProfileOptions, TrackingAllocator};
 
 #[global_allocator]
 static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);
@@ -179,7 +179,11 @@ fn a_window_leaves_out_what_ended_before_it() {
         let _t = trace!("recent");
     }
     let snapshot = flight_recorder::snapshot().expect("snapshot");
-    assert_eq!(support::all_names(&snapshot), ["recent"]);
+    let host = support::host(&snapshot);
+    assert_eq!(support::names(host, support::my_line(host)), ["recent"]);
+    // The heap's level at the snapshot's end; its start, outside the window, has none.
+    let profiler = support::line(host, schema::PROFILER_LINE);
+    assert_eq!(support::names(host, profiler), [schema::MEMORY_ALLOCATION]);
     session::stop().expect("stop");
 }
 

@@ -83,8 +83,9 @@ pub struct FileOutcome {
     pub input: PathBuf,
     /// The files written from it, in the order of the formats asked for.
     pub written: Vec<Converted>,
-    /// What a user should know about what was written: a profile with no events (an
-    /// empty file is a valid, empty XSpace), naming the file.
+    /// What a user should know about what was written, naming the file: a profile with
+    /// no events (an empty file is a valid, empty XSpace), events the reader left out
+    /// (see [`xplane::read_with`]).
     pub warnings: Vec<String>,
     /// Why the rest was not written; the error names the file it is about.
     pub error: Option<Error>,
@@ -237,6 +238,11 @@ impl Job {
                 return outcome;
             }
         };
+        for note in space.read_warnings() {
+            outcome
+                .warnings
+                .push(format!("{}: {note}", self.input.display()));
+        }
         if space.event_count() == 0 {
             outcome.warnings.push(empty_profile(&self.input));
         }

@@ -206,3 +206,230 @@ fn a_lazy_walk_writes_what_the_decoded_space_writes() {
         assert!(written("trace.json").expect("json") == json, "{i}: Chrome");
     }
 }
+
+// Hand-made protobuf, as a newer or another producer may write it.
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LEN: u8 = 2;
+const START_GROUP: u8 = 3;
+const END_GROUP: u8 = 4;
+const FIXED32: u8 = 5;
+
+fn key(field: u32, wire: u8) -> Vec<u8> {
+    let mut b = Vec::new();
+    prost::encoding::encode_varint(u64::from(field) << 3 | u64::from(wire), &mut b);
+    b
+}
+
+fn vi(field: u32, n: u64) -> Vec<u8> {
+    let mut b = key(field, VARINT);
+    prost::encoding::encode_varint(n, &mut b);
+    b
+}
+
+fn ld(field: u32, payload: &[u8]) -> Vec<u8> {
+    let mut b = key(field, LEN);
+    prost::encoding::encode_varint(payload.len() as u64, &mut b);
+    b.extend_from_slice(payload);
+    b
+}
+
+/// An unknown group field `field`: a value of every other wire type, and `depth - 1`
+/// groups nested inside it.
+fn group(field: u32, depth: usize) -> Vec<u8> {
+    let mut b = key(field, START_GROUP);
+    b.extend(vi(1, 300));
+    b.extend(key(2, FIXED64));
+    b.extend([0; 8]);
+    b.extend(ld(3, b"newer schema"));
+    b.extend(key(4, FIXED32));
+    b.extend([0; 4]);
+    if depth > 1 {
+        b.extend(group(field + 1, depth - 1));
+    }
+    b.extend(key(field, END_GROUP));
+    b
+}
+
+/// An event of metadata 1 at `offset_ps` (an int64, as the schema has it) with one
+/// stat; unknown groups in both with `groups`.
+fn event(offset_ps: i64, groups: bool) -> Vec<u8> {
+    let g = |field| if groups { group(field, 2) } else { Vec::new() };
+    let stat = [vi(1, 1), vi(4, 42), g(94)].concat();
+    [
+        vi(1, 1),
+        vi(2, offset_ps as u64),
+        vi(3, 5000),
+        ld(4, &stat),
+        g(95),
+    ]
+    .concat()
+}
+
+/// A space of one plane whose one line holds `events`, with its metadata; unknown
+/// groups in the space, the plane, the line and both metadata with `groups`.
+fn space_bytes(events: &[Vec<u8>], groups: bool) -> Vec<u8> {
+    let g = |field| if groups { group(field, 2) } else { Vec::new() };
+    let mut line = [vi(1, 7), ld(2, b"main"), vi(3, 1000)].concat();
+    for e in events {
+        line.extend(ld(4, e));
+    }
+    line.extend(g(90));
+    let event_meta = ld(
+        4,
+        &[vi(1, 1), ld(2, &[vi(1, 1), ld(2, b"op"), g(91)].concat())].concat(),
+    );
+    let stat_meta = ld(
+        5,
+        &[vi(1, 1), ld(2, &[vi(1, 1), ld(2, b"stat"), g(92)].concat())].concat(),
+    );
+    let plane = [
+        vi(1, 49),
+        ld(2, b"/host:CPU"),
+        ld(3, &line),
+        event_meta,
+        stat_meta,
+        g(93),
+    ]
+    .concat();
+    [ld(1, &plane), ld(4, b"host"), g(50)].concat()
+}
+
+/// Issue 36: a valid `.xplane.pb` with unknown group fields (wire types 3 and 4) was
+/// refused ("unsupported wire type 3"), where protobuf skips them as any unknown field.
+#[test]
+fn unknown_groups_anywhere_are_skipped_as_protobuf_skips_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = [event(10_000, true), event(20_000, true)];
+    let with = space_bytes(&events, true);
+    let without = space_bytes(&[event(10_000, false), event(20_000, false)], false);
+    let plain = XSpace::decode(without.as_slice()).expect("prost");
+    assert_eq!(plain.planes[0].lines[0].events.len(), 2);
+    // prost, the derived decoder, skips groups too: the reader agrees with it.
+    assert_eq!(XSpace::decode(with.as_slice()).expect("prost"), plain);
+    let path = write_bytes(dir.path(), "groups.xplane.pb", &with);
+    assert_eq!(xplane::read(&path).expect("read"), plain);
+    assert_eq!(xplane::decode(&with).expect("decode"), plain);
+    let lazy = xplane::read_lazy(&path, &ReadLimits::default()).expect("lazy");
+    assert_eq!(lazy.event_count(), 2);
+    assert!(lazy.read_warnings().is_empty());
+
+    // The issue's case: a real file with one group appended.
+    let mut real = support::space().encode_to_vec();
+    real.extend(group(50, 1));
+    let path = write_bytes(dir.path(), "appended.xplane.pb", &real);
+    assert_eq!(xplane::read(&path).expect("read"), support::space());
+    // Nested as deep as protobuf allows (100 levels).
+    let mut deep = support::space().encode_to_vec();
+    deep.extend(group(50, 100));
+    let path = write_bytes(dir.path(), "deep.xplane.pb", &deep);
+    assert_eq!(xplane::read(&path).expect("read"), support::space());
+}
+
+/// What protobuf refuses, the reader refuses, naming the file and the fault.
+#[test]
+fn broken_groups_and_wire_types_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = support::space().encode_to_vec();
+    let cases: [(&str, Vec<u8>, &str); 6] = [
+        (
+            "stray",
+            key(50, END_GROUP),
+            "end-group tag (field 50) with no group open",
+        ),
+        (
+            "unclosed",
+            [key(50, START_GROUP), vi(1, 1)].concat(),
+            "does not end",
+        ),
+        (
+            "mismatched",
+            [key(50, START_GROUP), key(51, END_GROUP)].concat(),
+            "end-group tag of field 51 inside group field 50",
+        ),
+        ("too_deep", group(50, 101), "nested deeper than 100"),
+        (
+            "wire6",
+            [key(50, 6), vec![0; 4]].concat(),
+            "invalid wire type 6",
+        ),
+        (
+            "wire7",
+            [key(50, 7), vec![0; 4]].concat(),
+            "invalid wire type 7",
+        ),
+    ];
+    for (name, tail, why) in cases {
+        let bytes = [seed.clone(), tail].concat();
+        let file = format!("{name}.xplane.pb");
+        let path = write_bytes(dir.path(), &file, &bytes);
+        let err = xplane::read(&path).expect_err(name);
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{name}: {err}");
+        let text = err.to_string();
+        assert!(text.contains(&file) && text.contains(why), "{name}: {text}");
+        assert!(xplane::decode(&bytes).is_err(), "{name}");
+        assert!(xplane::read_lazy(&path, &ReadLimits::default()).is_err());
+    }
+}
+
+/// Issue 36: one event whose offset is beyond what an event holds (±2^62) refused
+/// the whole file. It is left out, with a warning saying how many and why, and the
+/// rest is read and converted.
+#[test]
+fn an_event_no_profile_can_hold_is_left_out_and_the_rest_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad_count = [vi(1, 1), vi(5, (-(1i64 << 62) - 1) as u64)].concat();
+    let events = [
+        event(10_000, false),
+        event(1 << 62, false),
+        bad_count,
+        event(20_000, false),
+    ];
+    let bytes = space_bytes(&events, false);
+    let fine = XSpace::decode(
+        space_bytes(&[event(10_000, false), event(20_000, false)], false).as_slice(),
+    )
+    .expect("prost");
+    let path = write_bytes(dir.path(), "impossible.xplane.pb", &bytes);
+    let read = xplane::read(&path).expect("read");
+    assert_eq!(
+        read.planes, fine.planes,
+        "the two fine events, and only them"
+    );
+    let warning = read.warnings.last().expect("a warning");
+    assert!(
+        warning.starts_with("2 events were left out as no profile can hold them")
+            && warning.contains("XEvent.offset_ps: 4611686018427387904 is beyond the ±2^62"),
+        "{warning}"
+    );
+    assert_eq!(xplane::decode(&bytes).expect("decode"), read);
+
+    // Converted, the file's outcome says so, naming it.
+    let lazy = xplane::read_lazy(&path, &ReadLimits::default()).expect("lazy");
+    assert_eq!(lazy.event_count(), 2);
+    assert_eq!(lazy.read_warnings(), [warning.clone()]);
+    let out = tempfile::tempdir().expect("out");
+    let options = profiler_export::convert::ConvertOptions::default().out_dir(out.path());
+    let outcomes = profiler_export::convert::convert_all(
+        &[path.clone()],
+        &[ExportFormat::ChromeJson],
+        &options,
+    )
+    .expect("convert");
+    assert!(outcomes[0].is_ok());
+    assert_eq!(outcomes[0].written[0].totals.slices, 2);
+    assert!(
+        outcomes[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("impossible.xplane.pb") && w.contains("2 events were left out")),
+        "{:?}",
+        outcomes[0].warnings
+    );
+
+    // An event whose bytes are no protobuf still refuses the file: it is not an XSpace.
+    let broken = space_bytes(&[event(10_000, false), vec![0x10, 0x80]], false);
+    let path = write_bytes(dir.path(), "broken.xplane.pb", &broken);
+    let err = xplane::read(&path).expect_err("a truncated varint");
+    assert!(err.to_string().contains("not an XSpace"), "{err}");
+}

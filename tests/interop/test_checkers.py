@@ -711,6 +711,21 @@ def test_memory(tmp):
     run_case("memory: a uint64 stat fails", checker + [
         "--xplane", write("uint", memory_space(uint_bytes=True))], 1,
         "bytes_allocated is uint64; XProf reads it as int64")
+    def levels(level, slack, name="GPU_0"):
+        path = os.path.join(tmp, f"levels_{name}_{level}_{slack}.json")
+        with open(path, "w") as f:
+            json.dump({name: {"bytes": level, "slack": slack}}, f)
+        return path
+
+    # The timeline goes 1, 3, 2 MiB: within 1 MiB of 2 MiB, not within 0.5 MiB.
+    run_case("memory: a timeline at its level passes", checker + [
+        "--xplane", good, "--expect-levels", levels(2 << 20, 1 << 20)], 0)
+    run_case("memory: a timeline off its level fails", checker + [
+        "--xplane", good, "--expect-levels", levels(2 << 20, 1 << 19)], 1,
+        "from the level")
+    run_case("memory: an allocator without a timeline fails its level", checker + [
+        "--xplane", good, "--expect-levels", levels(0, 1 << 30, name="host")], 1,
+        "not at least 2")
     run_case("memory: an event without its allocator fails", checker + [
         "--xplane", write("anonymous", memory_space(no_allocator=True))], 1,
         "names no allocator")

@@ -11,6 +11,11 @@ Usage: python tests/interop/xprof_memory.py --xplane PATH
                                                    blocks (the breakdown table's rows
                                                    that are blocks, largest first)
                                                    carry these ops, in this order
+           [--expect-levels PATH]                  a JSON object {NAME: {"bytes": B,
+                                                   "slack": S}}: NAME's timeline has at
+                                                   least 2 points, each within S bytes
+                                                   of B (a program whose memory is
+                                                   steady shows it flat, at its level)
            [--summary-json PATH]                   each allocator's peak equals the
                                                    peak of prof's summary
                                                    (`memory[].peak_bytes`) there
@@ -226,6 +231,7 @@ def main() -> int:
     ap.add_argument("--min-timeline", nargs="+", default=[], type=pair, metavar="NAME=N")
     ap.add_argument("--expect-largest", nargs="+", default=[], type=pair,
                     metavar="NAME=OP[,OP...]")
+    ap.add_argument("--expect-levels", metavar="PATH")
     ap.add_argument("--summary-json", metavar="PATH")
     ap.add_argument("--perfetto", metavar="PATH")
     ap.add_argument("--chrome", metavar="PATH")
@@ -286,6 +292,23 @@ def main() -> int:
         print(f"  {name}'s largest blocks at its peak: {rows[:len(want) + 2]}")
         if got != want:
             failures.append(f"{name}'s largest blocks at its peak carry {got}, not {want}")
+    if args.expect_levels:
+        with open(args.expect_levels) as f:
+            levels = json.load(f)
+        for name, want in levels.items():
+            points = allocators.get(name, {}).get("sampledTimelineSnapshots", [])
+            heap = [int(p.get("aggregationStats", {}).get("heapAllocatedBytes", 0))
+                    for p in points]
+            level, slack = int(want["bytes"]), int(want["slack"])
+            off = [b for b in heap if abs(b - level) > slack]
+            print(f"  {name}: {len(heap)} timeline points from {min(heap, default=None)} "
+                  f"to {max(heap, default=None)} bytes; the program's level {level} "
+                  f"(slack {slack})")
+            if len(heap) < 2:
+                failures.append(f"{name}'s timeline has {len(heap)} points, not at least 2")
+            if off:
+                failures.append(f"{name}: {len(off)} timeline points are more than {slack} "
+                                f"bytes from the level {level}: {off[:5]}")
     if args.summary_json:
         with open(args.summary_json) as f:
             summary = json.load(f)

@@ -31,7 +31,7 @@ const GENERATION_BITS: u32 = 16;
 
 impl EventRef {
     /// Bits of the slot address free for the holder's flags.
-    pub(crate) const FLAG_BITS: u32 = 2;
+    pub(crate) const FLAG_BITS: u32 = 3;
     const FLAG_MASK: usize = (1 << Self::FLAG_BITS) - 1;
 
     #[inline(always)]
@@ -71,6 +71,14 @@ impl EventRef {
         self.slot = self.slot.map_addr(|addr| addr | (flags & Self::FLAG_MASK));
     }
 
+    /// Adds flags to those set when the event opened: for what is learnt of an event
+    /// later (a `tracing` span's `step_num`, given with its fields after its entry).
+    #[cfg(feature = "tracing")]
+    #[inline]
+    pub(crate) fn add_flags(&mut self, flags: usize) {
+        self.slot = self.slot.map_addr(|addr| addr | (flags & Self::FLAG_MASK));
+    }
+
     /// The slot's address, without the holder's flags.
     #[inline(always)]
     pub(super) fn slot_ptr(&self) -> NonNull<Slot> {
@@ -92,8 +100,8 @@ mod tests {
         let seq = (1 << 47) + 12_345;
         let mut event = EventRef::new(&slot, seq, 0x1_2345);
         assert_eq!((event.seq(), event.flags()), (seq, 0));
-        event.set_flags(0b11);
-        assert_eq!(event.flags(), 0b11);
+        event.set_flags(0b111);
+        assert_eq!(event.flags(), 0b111);
         assert_eq!(
             event.slot_ptr(),
             NonNull::from(&slot),

@@ -7,9 +7,10 @@
 //! with a stack of those still open. Only lines holding memory events pay for it.
 
 use super::line::LineBuilder;
+use crate::alloc::HostLevel;
 use crate::schema;
 use crate::tags::MemoryEvent;
-use crate::xspace::{tf_op, PlaneBuilder, XEvent, XStat, XStatValue};
+use crate::xspace::{tf_op, PlaneBuilder, Stats, XEvent, XStat, XStatValue};
 
 /// Finishes the memory events of `line`.
 pub(super) fn finish(line: &mut LineBuilder<'_>, plane: &mut PlaneBuilder) {
@@ -50,6 +51,33 @@ pub(super) fn finish(line: &mut LineBuilder<'_>, plane: &mut PlaneBuilder) {
         stats.reserve_exact(added.len());
         stats.extend(added);
     }
+}
+
+/// A snapshot of the host heap at `at` (session-relative ps) that no thread wrote: the
+/// heap at a session's start or end, with the stats a finished fold snapshot has.
+/// `grew`: since the snapshot before it (`MemoryAllocation`) or not.
+pub(super) fn edge_snapshot(
+    plane: &mut PlaneBuilder,
+    at: i64,
+    level: &HostLevel,
+    grew: bool,
+) -> XEvent {
+    let name = if grew {
+        schema::MEMORY_ALLOCATION
+    } else {
+        schema::MEMORY_DEALLOCATION
+    };
+    let allocator = reference(plane, schema::HOST_ALLOCATOR);
+    let stats = Stats::from([
+        plane.stat(schema::BYTES_ALLOCATED, XStatValue::Int64(level.in_use)),
+        plane.stat(schema::PEAK_BYTES_IN_USE, XStatValue::Int64(level.peak)),
+        plane.stat(schema::ALLOCATOR_NAME, allocator),
+        plane.stat(schema::BYTES_RESERVED, XStatValue::Int64(0)),
+        plane.stat(schema::ALLOCATION_BYTES, XStatValue::Int64(0)),
+        plane.stat(schema::ADDRESS, XStatValue::Int64(0)),
+        plane.stat(schema::REQUESTED_BYTES, XStatValue::Int64(0)),
+    ]);
+    XEvent::new(plane.event_metadata_id(name), at, 0).with_stats(stats)
 }
 
 /// A string stat value interned in the plane, as TSL writes repeated strings.
@@ -145,7 +173,6 @@ fn op_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xspace::Stats;
 
     #[test]
     fn a_memory_event_takes_the_op_of_the_annotations_open_around_it() {

@@ -12,6 +12,7 @@ mod memory;
 mod seqs;
 mod tasks;
 
+use crate::alloc::HostLevel;
 use crate::buffer::{self, Dropped};
 use crate::clock::{Anchor, TickScale};
 use crate::schema;
@@ -19,9 +20,19 @@ use crate::xspace::{ps, PlaneBuilder, Stats, XEvent, XSpace, XStat, XStatValue};
 
 use line::{build_line, LineBuilder, NameCache};
 
+/// The host heap's level at a session's edges, as session control read it when the
+/// gate opened and when it closed (`None`: no tracking allocator, or an edge the
+/// profile does not reach, a flight recorder's start).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeapAtEdges {
+    pub(crate) start: Option<HostLevel>,
+    pub(crate) stop: Option<HostLevel>,
+}
+
 /// Builds the space of session `generation`, recorded between `start` and `stop` at
-/// `host_level`, with `pauses` (start and end ticks) shown on the `Profiler` line.
-/// Events that ended and samples taken before ticks `since` are left out.
+/// `host_level`, with `pauses` (start and end ticks) and the heap at its edges shown
+/// on the `Profiler` line. Events that ended and samples taken before ticks `since`
+/// are left out.
 pub(crate) fn collect(
     generation: u64,
     start: &Anchor,
@@ -29,6 +40,7 @@ pub(crate) fn collect(
     host_level: u8,
     pauses: &[(u64, u64)],
     since: u64,
+    heap: HeapAtEdges,
 ) -> XSpace {
     let scale = TickScale::between(start, stop);
     let stop_ns = scale.to_ns(stop.ticks);
@@ -76,7 +88,7 @@ pub(crate) fn collect(
         host.add_line(line);
     }
 
-    let paused = pauses
+    let mut profiler_events: Vec<XEvent> = pauses
         .iter()
         .filter(|&&(from, to)| to > start.ticks && from < stop.ticks)
         .map(|&(from, to)| {
@@ -89,7 +101,23 @@ pub(crate) fn collect(
             )
         })
         .collect();
-    if let Some(line) = build_line(paused, schema::PROFILER_LINE_ID, schema::PROFILER_LINE) {
+    // The heap at the session's edges: with the snapshot each step's end writes, a
+    // program whose tallies never fold still draws its level from start to end.
+    let edges = [(0, heap.start), (ps(stop_ns), heap.stop)];
+    let mut before = None;
+    for (at, level) in edges {
+        let Some(level) = level else { continue };
+        let grew = before.is_none_or(|b: HostLevel| level.in_use >= b.in_use);
+        profiler_events.push(memory::edge_snapshot(&mut host, at, &level, grew));
+        samples.push((at, schema::HOST_BYTES_IN_USE, level.in_use as f64));
+        samples.push((at, schema::HOST_ALLOCATIONS, level.allocations as f64));
+        before = Some(level);
+    }
+    if let Some(line) = build_line(
+        profiler_events,
+        schema::PROFILER_LINE_ID,
+        schema::PROFILER_LINE,
+    ) {
         host.add_line(line);
     }
 

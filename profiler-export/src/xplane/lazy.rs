@@ -20,11 +20,27 @@ pub struct LazySpace {
     space: XSpace,
     /// Per plane, per line.
     events: Vec<Vec<EncodedEvents>>,
+    /// What the reader said of the file (also among the space's warnings).
+    notes: Vec<String>,
 }
 
 impl LazySpace {
-    pub(super) fn new(space: XSpace, events: Vec<Vec<EncodedEvents>>) -> LazySpace {
-        LazySpace { space, events }
+    pub(super) fn new(
+        space: XSpace,
+        events: Vec<Vec<EncodedEvents>>,
+        notes: Vec<String>,
+    ) -> LazySpace {
+        LazySpace {
+            space,
+            events,
+            notes,
+        }
+    }
+
+    /// What reading the file left out, in words for a user (events no profile can
+    /// hold, host names past the limit); the space's `warnings` end with these too.
+    pub fn read_warnings(&self) -> &[String] {
+        &self.notes
     }
 
     /// The space without its events: its lines' `events` are empty (they are decoded

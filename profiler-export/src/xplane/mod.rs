@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, Result};
-use prost::Message;
 
 use crate::atomic::write_streaming;
 use crate::sink::Sink;
@@ -36,18 +35,14 @@ pub fn encode(space: &XSpace) -> Vec<u8> {
     encode::encode(space)
 }
 
-/// Parses a `.xplane.pb` (from prof, JAX or TensorFlow; unknown fields are skipped).
+/// Parses a `.xplane.pb` (from prof, JAX or TensorFlow), as [`read_with`] reads a
+/// file: unknown fields of every wire type are skipped, and events no profile can hold
+/// are left out, a warning in the space's `warnings` saying how many.
 ///
 /// # Errors
 /// [`profiler_core::ErrorKind::InvalidArgument`] when the bytes are not an XSpace.
 pub fn decode(bytes: &[u8]) -> Result<XSpace> {
-    XSpace::decode(bytes).map_err(|e| {
-        Error::new(
-            profiler_core::ErrorKind::InvalidArgument,
-            "not an XSpace protobuf",
-        )
-        .with_source(e)
-    })
+    read::decode_bytes(bytes)
 }
 
 /// Writes a space to `path` atomically, encoded a block at a time into the temporary
@@ -118,8 +113,11 @@ pub fn read(path: &Path) -> Result<XSpace> {
     read_with(path, &ReadLimits::default())
 }
 
-/// Reads and parses the `.xplane.pb` at `path` (from prof, JAX or TensorFlow; unknown
-/// fields are skipped), decoding it as it is read. Only a regular file is read (not a
+/// Reads and parses the `.xplane.pb` at `path` (from prof, JAX or TensorFlow),
+/// decoding it as it is read. Unknown fields of every wire type are skipped, groups
+/// included, as protobuf skips them. An event that no profile can hold (an offset or
+/// occurrence count beyond ±2^62) is left out and the rest read; a warning appended to
+/// the space's `warnings` says how many were and why. Only a regular file is read (not a
 /// FIFO, a device or a directory, checked on the opened file), and only if it is at
 /// most `limits.max_bytes` long; `limits.max_strings` of its host names, errors and
 /// warnings are kept (a warning says how many more there were).
@@ -139,6 +137,6 @@ pub fn read_with(path: &Path, limits: &ReadLimits) -> Result<XSpace> {
 /// # Errors
 /// As [`read_with`].
 pub fn read_lazy(path: &Path, limits: &ReadLimits) -> Result<LazySpace> {
-    let (space, events) = read::read_encoded(path, limits)?;
-    Ok(LazySpace::new(space, events))
+    let read = read::read_encoded(path, limits)?;
+    Ok(LazySpace::new(read.space, read.encoded, read.notes))
 }

@@ -14,6 +14,15 @@
 //!   messages (events, stats, metadata) are decoded by prost from their own bytes.
 //!   Field numbers are those of `profiler_core::xspace`'s messages, which a test
 //!   checks by comparing with prost's decoding of the same bytes.
+//! - **As tolerant as protobuf.** Unknown fields of every wire type are skipped, groups
+//!   (wire types 3 and 4, nested up to protobuf's 100 levels) included: a file from a
+//!   newer TensorFlow or JAX, whose schema grew, still opens. What protobuf refuses
+//!   (a truncated field, an end-group tag with no group open, wire types 6 and 7) is
+//!   refused.
+//! - **Loses no more than it must.** An event that is valid protobuf but that no
+//!   profile can hold (an offset or occurrence count beyond ±2^62, 53 days of
+//!   picoseconds) is left out, and a warning says how many were and why; the rest of
+//!   the file is read.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read};
@@ -132,37 +141,31 @@ fn kind_of(kind: &std::fs::FileType) -> &'static str {
     }
 }
 
-/// Reads the space at `path`, its events decoded.
-pub(super) fn read_space(path: &Path, limits: &ReadLimits) -> Result<XSpace> {
-    read_with(path, limits, false).map(|(space, _)| space)
+/// A space as read: what the reader had to say about it (also appended to the
+/// space's warnings), and, when asked for, each line's events still encoded (per
+/// plane, per line).
+pub(super) struct ReadSpace {
+    pub(super) space: XSpace,
+    pub(super) notes: Vec<String>,
+    pub(super) encoded: Vec<Vec<EncodedEvents>>,
 }
 
-/// Reads the space at `path` with each line's events left encoded, in the returned
-/// list (per plane, per line).
-pub(super) fn read_encoded(
-    path: &Path,
-    limits: &ReadLimits,
-) -> Result<(XSpace, Vec<Vec<EncodedEvents>>)> {
+/// Reads the space at `path`, its events decoded.
+pub(super) fn read_space(path: &Path, limits: &ReadLimits) -> Result<XSpace> {
+    read_with(path, limits, false).map(|read| read.space)
+}
+
+/// Reads the space at `path` with each line's events left encoded.
+pub(super) fn read_encoded(path: &Path, limits: &ReadLimits) -> Result<ReadSpace> {
     read_with(path, limits, true)
 }
 
-fn read_with(
-    path: &Path,
-    limits: &ReadLimits,
-    keep_encoded: bool,
-) -> Result<(XSpace, Vec<Vec<EncodedEvents>>)> {
+fn read_with(path: &Path, limits: &ReadLimits, keep_encoded: bool) -> Result<ReadSpace> {
     let (file, len) = open_regular(path, limits)?;
-    let mut parser = Parser {
-        input: BufReader::with_capacity(1 << 16, file),
-        pos: 0,
-        buf: Vec::new(),
-        scratch: XEvent::default(),
-        max_strings: limits.max_strings,
-        keep_encoded,
-        encoded: Vec::new(),
-    };
+    let input = BufReader::with_capacity(1 << 16, file);
+    let mut parser = Parser::new(input, limits.max_strings, keep_encoded);
     match parser.space(len) {
-        Ok(space) => Ok((space, parser.encoded)),
+        Ok(space) => Ok(parser.finish(space)),
         Err(Failure::Io(e)) => Err(Error::io("cannot read the .xplane.pb file", path, e)),
         Err(Failure::Invalid(why)) => Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -172,6 +175,22 @@ fn read_with(
                 path.display(),
                 parser.pos
             ),
+        )),
+    }
+}
+
+/// Parses a space from `bytes` as a file is read, keeping every host name, error and
+/// warning.
+pub(super) fn decode_bytes(bytes: &[u8]) -> Result<XSpace> {
+    let mut parser = Parser::new(bytes, usize::MAX, false);
+    match parser.space(bytes.len() as u64) {
+        Ok(space) => Ok(parser.finish(space).space),
+        Err(Failure::Io(e)) => {
+            Err(Error::new(ErrorKind::InvalidArgument, "not an XSpace protobuf").with_source(e))
+        }
+        Err(Failure::Invalid(why)) => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("not an XSpace protobuf: {why} (at byte {})", parser.pos),
         )),
     }
 }
@@ -204,7 +223,28 @@ type Parsed<T> = std::result::Result<T, Failure>;
 const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
 const LEN: u8 = 2;
+const START_GROUP: u8 = 3;
+const END_GROUP: u8 = 4;
 const FIXED32: u8 = 5;
+
+/// How deep groups may nest inside one another: protobuf's default recursion limit.
+const MAX_GROUP_DEPTH: usize = 100;
+
+/// An event as the schema has it, its offset and count any int64: what an event that
+/// [`XEvent`] refused decodes to when its only fault is a value no profile holds.
+#[derive(Clone, PartialEq, prost::Message)]
+struct AnyEvent {
+    #[prost(int64, tag = "1")]
+    metadata_id: i64,
+    #[prost(int64, tag = "2")]
+    offset_ps: i64,
+    #[prost(int64, tag = "3")]
+    duration_ps: i64,
+    #[prost(message, repeated, tag = "4")]
+    stats: Vec<XStat>,
+    #[prost(int64, tag = "5")]
+    num_occurrences: i64,
+}
 
 /// One entry of `XPlane.event_metadata` as encoded (a map entry message).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -235,12 +275,62 @@ struct Parser<R> {
     max_strings: usize,
     keep_encoded: bool,
     encoded: Vec<Vec<EncodedEvents>>,
+    /// Events left out because they hold a value no event can (see [`AnyEvent`]).
+    impossible: u64,
+    /// Why the first of them was.
+    first_impossible: Option<String>,
+    /// Host names, errors and warnings beyond `max_strings`, not kept.
+    dropped_strings: u64,
 }
 
 impl<R: BufRead> Parser<R> {
+    fn new(input: R, max_strings: usize, keep_encoded: bool) -> Parser<R> {
+        Parser {
+            input,
+            pos: 0,
+            buf: Vec::new(),
+            scratch: XEvent::default(),
+            max_strings,
+            keep_encoded,
+            encoded: Vec::new(),
+            impossible: 0,
+            first_impossible: None,
+            dropped_strings: 0,
+        }
+    }
+
+    /// The space read, with what the reader has to say about it added to its warnings.
+    fn finish(self, mut space: XSpace) -> ReadSpace {
+        let mut notes = Vec::new();
+        if self.dropped_strings > 0 {
+            notes.push(format!(
+                "{} more host names, errors or warnings were in the file; \
+                 {} of each were read",
+                self.dropped_strings, self.max_strings
+            ));
+        }
+        if let Some(first) = self.first_impossible {
+            let n = self.impossible;
+            let (events, them) = if n == 1 {
+                ("event was", "it")
+            } else {
+                ("events were", "them")
+            };
+            notes.push(format!(
+                "{n} {events} left out as no profile can hold {them} ({first}); \
+                 everything else in the file was read"
+            ));
+        }
+        space.warnings.extend(notes.iter().cloned());
+        ReadSpace {
+            space,
+            notes,
+            encoded: self.encoded,
+        }
+    }
+
     fn space(&mut self, end: u64) -> Parsed<XSpace> {
         let mut space = XSpace::default();
-        let mut dropped = 0u64;
         while self.pos < end {
             let (field, wire) = self.key()?;
             let list = match (field, wire) {
@@ -254,7 +344,7 @@ impl<R: BufRead> Parser<R> {
                 (SPACE_WARNINGS, LEN) => &mut space.warnings,
                 (SPACE_HOSTNAMES, LEN) => &mut space.hostnames,
                 _ => {
-                    self.skip(wire, end)?;
+                    self.skip(field, wire, end)?;
                     continue;
                 }
             };
@@ -264,15 +354,8 @@ impl<R: BufRead> Parser<R> {
             } else {
                 let skip_end = self.len(end)?;
                 self.skip_to(skip_end)?;
-                dropped += 1;
+                self.dropped_strings += 1;
             }
-        }
-        if dropped > 0 {
-            space.warnings.push(format!(
-                "{dropped} more host names, errors or warnings were in the file; \
-                 {} of each were read",
-                self.max_strings
-            ));
         }
         Ok(space)
     }
@@ -309,7 +392,7 @@ impl<R: BufRead> Parser<R> {
                     self.message(end)?;
                     plane.stats.push(XStat::decode(self.buf.as_slice())?);
                 }
-                _ => self.skip(wire, end)?,
+                _ => self.skip(field, wire, end)?,
             }
         }
         self.ended_at(end)?;
@@ -341,7 +424,10 @@ impl<R: BufRead> Parser<R> {
                     // Decoded into the reused event: prost grows stats four at a time
                     // (160 bytes for one), and shrinking that later leaves holes.
                     self.scratch.clear();
-                    self.scratch.merge(self.buf.as_slice())?;
+                    if let Err(e) = self.scratch.merge(self.buf.as_slice()) {
+                        self.impossible_event(e)?;
+                        continue;
+                    }
                     if self.keep_encoded {
                         // Decoded here all the same, so that a bad event fails the
                         // read, not the walk.
@@ -354,11 +440,32 @@ impl<R: BufRead> Parser<R> {
                         line.events.push(event);
                     }
                 }
-                _ => self.skip(wire, end)?,
+                _ => self.skip(field, wire, end)?,
             }
         }
         self.ended_at(end)?;
         Ok((line, encoded))
+    }
+
+    /// An event in the buffer that [`XEvent`] refused with `error`: left out, and
+    /// counted, when it is protobuf the schema allows and only its values are beyond
+    /// what an event holds; otherwise the error, as the file is not an XSpace.
+    #[cold]
+    fn impossible_event(&mut self, error: prost::DecodeError) -> Parsed<()> {
+        if AnyEvent::decode(self.buf.as_slice()).is_err() {
+            return Err(error.into());
+        }
+        self.impossible += 1;
+        if self.first_impossible.is_none() {
+            // prost's words name the message, the field and the value.
+            let why = error.to_string();
+            let why = why
+                .strip_prefix("failed to decode Protobuf message: ")
+                .unwrap_or(&why);
+            let at = self.pos - self.buf.len() as u64;
+            self.first_impossible = Some(format!("the first, at byte {at}: {why}"));
+        }
+        Ok(())
     }
 
     /// Checks that a message ended exactly where its length said.
@@ -437,13 +544,59 @@ impl<R: BufRead> Parser<R> {
         String::from_utf8(bytes).map_err(|_| Failure::Invalid("a string is not UTF-8".into()))
     }
 
-    fn skip(&mut self, wire: u8, end: u64) -> Parsed<()> {
+    /// Skips the value of unknown field `field` of wire type `wire`, within `end`.
+    fn skip(&mut self, field: u32, wire: u8, end: u64) -> Parsed<()> {
+        match wire {
+            START_GROUP => self.skip_group(field, end),
+            END_GROUP => Err(Failure::Invalid(format!(
+                "an end-group tag (field {field}) with no group open"
+            ))),
+            _ => self.skip_value(wire, end),
+        }
+    }
+
+    /// Skips a group that field `field` opened, nested groups and all, up to its
+    /// end-group tag, within `end`.
+    fn skip_group(&mut self, field: u32, end: u64) -> Parsed<()> {
+        // The groups open, innermost last: a loop, not recursion, so a hostile file
+        // cannot grow the stack.
+        let mut open = vec![field];
+        while let Some(&innermost) = open.last() {
+            if self.pos >= end {
+                return Err(Failure::Invalid(format!(
+                    "group field {innermost} does not end within its message"
+                )));
+            }
+            let (inner, wire) = self.key()?;
+            match wire {
+                START_GROUP if open.len() >= MAX_GROUP_DEPTH => {
+                    return Err(Failure::Invalid(format!(
+                        "groups nested deeper than {MAX_GROUP_DEPTH}"
+                    )));
+                }
+                START_GROUP => open.push(inner),
+                END_GROUP if inner == innermost => {
+                    open.pop();
+                }
+                END_GROUP => {
+                    return Err(Failure::Invalid(format!(
+                        "an end-group tag of field {inner} inside group field {innermost}"
+                    )));
+                }
+                _ => self.skip_value(wire, end)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Skips a value of a wire type other than a group's, within `end`.
+    fn skip_value(&mut self, wire: u8, end: u64) -> Parsed<()> {
         let field_end = match wire {
             VARINT => return self.varint().map(drop),
             FIXED64 => self.pos + 8,
             FIXED32 => self.pos + 4,
             LEN => self.len(end)?,
-            other => return Err(Failure::Invalid(format!("unsupported wire type {other}"))),
+            other => return Err(Failure::Invalid(format!("invalid wire type {other}"))),
         };
         if field_end > end {
             return Err(Failure::Invalid("a field runs past its message".into()));

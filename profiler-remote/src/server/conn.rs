@@ -13,8 +13,23 @@
 //! of connections turns into a queue rather than evictions of each other's callers.
 //! Only when every connection has a call running is the newcomer refused at once.
 //!
+//! Descriptors can run out before the places do (a low `ulimit -n`), and then the
+//! places are fewer: as many as the descriptors leave room for, less
+//! [`SPARE_DESCRIPTORS`] (for the next arrival, and for the file a capture writes).
+//! That room is estimated when the server starts (the limit less the descriptors
+//! open), and learnt again each time `accept` fails for want of descriptors (`EMFILE`,
+//! `ENFILE`: the connections open then are all there is room for); the connection idle
+//! longest is then closed at once and `accept` tried again as soon as its descriptor is
+//! free. Where descriptors bind, a newcomer closes the connection idle longest at
+//! once, however short a time it has been idle: waiting out [`EVICT_GRACE`] for each
+//! of a queue of newcomers would keep a capture behind them waiting for seconds.
+//! Otherwise newcomers would queue in the kernel until idle connections timed out, and
+//! a capture fail meanwhile. Room learnt is never given back: a process that closes
+//! files later holds a few idle connections fewer than it could.
+//!
 //! tonic's own accept loop retries a failed `accept` at once, which at `EMFILE` (the
-//! pending connection stays queued) spins a core and starves every other task.
+//! pending connection stays queued) spins a core and starves every other task. Here a
+//! failure that closing an idle connection cannot cure backs off instead.
 
 use std::future::Future;
 use std::io;
@@ -37,6 +52,11 @@ const EVICT_GRACE: Duration = Duration::from_millis(500);
 /// First and longest pause after an `accept` that failed for want of resources.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How long `accept` waits for an evicted connection's descriptor before trying again.
+const EVICTED_WAIT: Duration = Duration::from_millis(100);
+/// Descriptors kept free of connections: for the next arrival and for a capture that
+/// writes its file.
+const SPARE_DESCRIPTORS: usize = 4;
 
 /// The open connections, shared by the accept loop and the connections themselves.
 #[derive(Clone, Debug)]
@@ -47,6 +67,8 @@ pub(super) struct Conns {
 #[derive(Debug)]
 struct Shared {
     limit: usize,
+    /// How many connections the descriptors leave room for (`usize::MAX`: unknown).
+    room: AtomicUsize,
     idle: Duration,
     open: Mutex<Vec<Arc<Link>>>,
     /// Signalled when a connection closes, for an arrival waiting for room.
@@ -148,6 +170,7 @@ impl Conns {
         Conns {
             shared: Arc::new(Shared {
                 limit: limit.max(1),
+                room: AtomicUsize::new(descriptor_room().unwrap_or(usize::MAX)),
                 idle,
                 open: Mutex::new(Vec::new()),
                 closed: Notify::new(),
@@ -166,9 +189,15 @@ impl Conns {
         }
     }
 
+    /// How many connections may be open: the limit, or fewer where descriptors are.
+    fn places(&self) -> usize {
+        let room = self.shared.room.load(Ordering::Relaxed);
+        self.shared.limit.min(room).max(1)
+    }
+
     fn try_open(&self) -> Admit {
         let mut open = self.open();
-        if open.len() < self.shared.limit {
+        if open.len() < self.places() {
             let link = Arc::new(Link::new());
             open.push(Arc::clone(&link));
             return Admit::Opened(link);
@@ -183,7 +212,14 @@ impl Conns {
         else {
             return Admit::Full;
         };
-        let evictable_at = idlest.last_active() + EVICT_GRACE;
+        // Where descriptors, not places, ran out, the newcomer cannot wait for them
+        // (nothing behind it is accepted meanwhile): the idlest closes at once.
+        let grace = if open.len() >= self.shared.limit {
+            EVICT_GRACE
+        } else {
+            Duration::ZERO
+        };
+        let evictable_at = idlest.last_active() + grace;
         if evictable_at > Instant::now() {
             return Admit::Wait(Some(evictable_at));
         }
@@ -215,10 +251,85 @@ impl Conns {
         }
     }
 
+    /// `accept` failed for want of descriptors: the connections open now are all the
+    /// descriptors leave room for, less the spare ones from now on, and the one idle
+    /// longest closes at once to free its descriptor. Whether one was closing or now
+    /// is (if not, every connection has a call running).
+    fn out_of_descriptors(&self) -> bool {
+        let open = self.open();
+        let room = open.len().saturating_sub(SPARE_DESCRIPTORS).max(1);
+        if self.shared.room.swap(room, Ordering::Relaxed) != room {
+            tracing::warn!(
+                target: profiler_core::log::TARGET,
+                "profiler server: out of file descriptors with {} connections open; from now \
+                 on it keeps at most {room}, closing the one idle longest for a newcomer \
+                 (raise `ulimit -n` to keep more)",
+                open.len()
+            );
+        }
+        if open.iter().any(|l| l.evicting.load(Ordering::Relaxed)) {
+            return true;
+        }
+        let idlest = open
+            .iter()
+            .filter(|l| !l.busy())
+            .min_by_key(|l| l.last_active());
+        match idlest {
+            Some(link) => {
+                link.evict();
+                true
+            }
+            None => false,
+        }
+    }
+
     fn remove(&self, link: &Arc<Link>) {
         self.open().retain(|l| !Arc::ptr_eq(l, link));
         self.shared.closed.notify_waiters();
     }
+}
+
+/// Whether `accept` failed because the process (`EMFILE`) or the system (`ENFILE`)
+/// has no descriptor left: closing a connection cures the first, and may the second.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    const EMFILE: i32 = 24;
+    const ENFILE: i32 = 23;
+    cfg!(unix) && matches!(e.raw_os_error(), Some(EMFILE | ENFILE))
+}
+
+/// How many connections the process's descriptors leave room for now: its limit less
+/// those open and the spare ones. `None` where unknown (no limit, or no list of the
+/// open ones: Linux's `/proc/self/fd`, macOS's `/dev/fd`).
+fn descriptor_room() -> Option<usize> {
+    let limit = usize::try_from(descriptor_limit()?).ok()?;
+    // The listing's own descriptor is counted too: one more spare.
+    let open = ["/proc/self/fd", "/dev/fd"]
+        .iter()
+        .find_map(|dir| std::fs::read_dir(dir).ok())?
+        .count();
+    Some(limit.saturating_sub(open + SPARE_DESCRIPTORS))
+}
+
+/// The process's soft limit on open descriptors (`ulimit -n`); `None` when unlimited
+/// or unknown.
+#[cfg(not(unix))]
+fn descriptor_limit() -> Option<usize> {
+    None
+}
+
+/// The process's soft limit on open descriptors (`ulimit -n`); `None` when unlimited
+/// or unknown.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn descriptor_limit() -> Option<libc::rlim_t> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for the call to fill; nothing else
+    // is read or kept.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (rc == 0 && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
 }
 
 /// Whether an `accept` error concerns only the connection being accepted (try the
@@ -255,6 +366,15 @@ pub(super) async fn accept_loop(listener: TcpListener, conns: Conns, incoming: m
                 }
             }
             Err(e) if only_that_connection(&e) => {}
+            Err(e) if out_of_descriptors(&e) && conns.out_of_descriptors() => {
+                // The idle connection closing frees a descriptor: accept again once it
+                // has, rather than after a back-off that idle ones would fill again.
+                let closed = conns.shared.closed.notified();
+                tokio::select! {
+                    _ = tokio::time::timeout(EVICTED_WAIT, closed) => {}
+                    () = incoming.closed() => return,
+                }
+            }
             Err(e) => {
                 if backoff == BACKOFF_MIN {
                     tracing::warn!(
@@ -276,11 +396,25 @@ pub(super) async fn accept_loop(listener: TcpListener, conns: Conns, incoming: m
 /// clock.
 #[derive(Debug)]
 pub(super) struct Conn {
+    // Fields drop in order: the socket's descriptor is closed before the place is
+    // given up, so an `accept` woken by that finds the descriptor free.
     stream: TcpStream,
-    link: Arc<Link>,
-    conns: Conns,
     idle_timer: Pin<Box<Sleep>>,
     evicted: Pin<Box<tokio::sync::futures::OwnedNotified>>,
+    place: Place,
+}
+
+/// A connection's place among the open ones, given up when dropped.
+#[derive(Debug)]
+struct Place {
+    link: Arc<Link>,
+    conns: Conns,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.conns.remove(&self.link);
+    }
 }
 
 impl Conn {
@@ -290,10 +424,9 @@ impl Conn {
         let evicted = Box::pin(Arc::clone(&link.evict).notified_owned());
         Conn {
             stream,
-            link,
-            conns,
             idle_timer: Box::pin(tokio::time::sleep(idle)),
             evicted,
+            place: Place { link, conns },
         }
     }
 
@@ -310,7 +443,7 @@ impl Conn {
             if self.idle_timer.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            match self.link.idle_until(self.conns.shared.idle) {
+            match self.place.link.idle_until(self.place.conns.shared.idle) {
                 Some(until) => self.idle_timer.as_mut().reset(until),
                 None => {
                     return Poll::Ready(io::Error::new(
@@ -323,17 +456,11 @@ impl Conn {
     }
 }
 
-impl Drop for Conn {
-    fn drop(&mut self) {
-        self.conns.remove(&self.link);
-    }
-}
-
 impl Connected for Conn {
     type ConnectInfo = ConnInfo;
 
     fn connect_info(&self) -> ConnInfo {
-        ConnInfo(Arc::clone(&self.link))
+        ConnInfo(Arc::clone(&self.place.link))
     }
 }
 
@@ -348,7 +475,7 @@ impl AsyncRead for Conn {
         match Pin::new(&mut this.stream).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
-                    this.link.touch();
+                    this.place.link.touch();
                 }
                 Poll::Ready(Ok(()))
             }

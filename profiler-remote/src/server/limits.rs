@@ -15,7 +15,8 @@ pub(super) const MAX_RESPONSE_XSPACE_BYTES: u64 = MAX_RESPONSE_BYTES as u64 - (1
 /// or wait for; see the [server documentation](super) for why each default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Connections open at once (default 32).
+    /// Connections open at once (default 32); fewer where the process's file
+    /// descriptors leave room for fewer (see the [server documentation](super)).
     pub max_connections: usize,
     /// A connection whose peer sends nothing this long while no call of it runs is
     /// closed (default 30 s).

@@ -45,8 +45,11 @@
 //!   longest, so idle connections cannot lock the Capture button out; one idle for
 //!   less than 0.5 s is left to send its call, and the newcomer waits for room (2 s
 //!   at most, later arrivals queued by the kernel). It is refused at once only when
-//!   every connection has a call running. When the process is out of file
-//!   descriptors the accept loop backs off (10 ms to 1 s) instead of spinning.
+//!   every connection has a call running. Fewer are kept where the process's file
+//!   descriptors run out first (its limit less those open, less 4 spare, learnt again
+//!   whenever `accept` fails for want of one): then the one idle longest closes at
+//!   once. When none can close, the accept loop backs off (10 ms to 1 s) instead of
+//!   spinning.
 //! - **Stopping** waits at most about a second for calls in flight; a capture cut
 //!   short stops its session.
 //!
