@@ -4,55 +4,12 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use profiler_core::trace;
+// Captures record this process: one at a time.
+use prof_test_support::serial;
+use prof_test_support::workload::Workload;
 use profiler_remote::server::{self, ServerHandle};
-
-/// Captures record this process: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A thread running annotated "training steps" until dropped (at most 60 s).
-struct Workload {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Workload {
-    fn start() -> Workload {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let until = Instant::now() + Duration::from_secs(60);
-            let mut step = 0i64;
-            while !flag.load(Ordering::Relaxed) && Instant::now() < until {
-                let _s = trace!("Train", step_num = step);
-                let _w = trace!("work");
-                std::thread::sleep(Duration::from_millis(2));
-                step += 1;
-            }
-        });
-        Workload {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Workload {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 fn serve() -> (ServerHandle, String) {
     let server = server::start(0).expect("server");

@@ -1,14 +1,13 @@
 //! `ProfilerLayer`: `tracing` spans and events on prof's timeline.
 //!
-//! Sessions are process-wide, so every test here holds `support::serial()`.
+//! Sessions are process-wide, so every test here holds `serial()`.
 #![cfg(feature = "tracing")]
 
+use prof_test_support::read::{all_names, host, my_line, names, span, stat};
+use prof_test_support::serial;
 use profiler_core::xspace::XStatValue;
 use profiler_core::{session, trace, Profile, ProfileOptions, ProfilerLayer};
 use tracing_subscriber::layer::SubscriberExt;
-
-mod support;
-use support::{all_names, host, my_line, names, serial, span, stat};
 
 /// Runs `f` with a registry + ProfilerLayer as this thread's subscriber.
 fn with_layer<R>(f: impl FnOnce() -> R) -> R {

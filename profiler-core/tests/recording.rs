@@ -1,16 +1,15 @@
 //! Sessions and annotations end to end: what is recorded lands in the XSpace, whole.
 //!
-//! Sessions are process-wide, so every test here holds `support::serial()`.
+//! Sessions are process-wide, so every test here holds `serial()`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use prof_test_support::read::{all_names, host, line, name, span, stat, this_thread};
+use prof_test_support::serial;
 use profiler_core::xspace::XStatValue;
 use profiler_core::{session, set_metadata, trace, ErrorKind, ProfileOptions};
-
-mod support;
-use support::{all_names, host, line, name, serial, span, stat, this_thread};
 
 #[test]
 fn threads_record_thousands_of_nested_annotations_without_loss() {

@@ -4,11 +4,10 @@
 //! child process, whose peak resident set (`VmHWM`, Linux) starts clean.
 #![allow(clippy::print_stdout)] // the child reports to the parent on stdout
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
+use prof_test_support::spaces;
 use profiler_export::{convert, xplane, ExportFormat};
 
 const CHILD: &str = "PROF_MEMORY_TEST_CHILD";
@@ -74,7 +73,7 @@ fn peak_per_input_byte(space: &profiler_core::xspace::XSpace) -> Option<f64> {
 
 #[test]
 fn converting_takes_less_than_four_times_the_file() {
-    let Some(per_byte) = peak_per_input_byte(&support::large_space(400_000, 4)) else {
+    let Some(per_byte) = peak_per_input_byte(&spaces::large_space(400_000, 4)) else {
         return;
     };
     assert!(per_byte < 4.0, "{per_byte:.2} bytes per input byte");
@@ -84,7 +83,7 @@ fn converting_takes_less_than_four_times_the_file() {
 /// sequence of each took about 1.9 KB per event (a hundred times the file's 18 bytes).
 #[test]
 fn a_line_that_overlaps_itself_converts_in_a_few_times_the_file() {
-    let Some(per_byte) = peak_per_input_byte(&support::staircase(300_000)) else {
+    let Some(per_byte) = peak_per_input_byte(&spaces::staircase(300_000)) else {
         return;
     };
     assert!(per_byte < 7.0, "{per_byte:.2} bytes per input byte");

@@ -10,9 +10,10 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use prof_test_support::serial;
 use profiler_remote::client::{self, CaptureRequest};
 use profiler_remote::server::{Limits, ServerBuilder};
-use support::{eventually, open_fds, runtime, serial, serve, serve_with};
+use support::{eventually, open_fds, runtime, serve, serve_with};
 
 fn limited(max_connections: usize, idle_timeout: Duration) -> ServerBuilder {
     ServerBuilder::new(0).limits(Limits {
