@@ -66,14 +66,21 @@ fn one_file_per_host_and_the_host_that_failed_is_named() {
     assert!(stdout.contains("Train"), "the summary: {stdout}");
 }
 
-/// Not a test of its own: run as a child process (with `PROF_CLI_CHILD_SERVER` set),
-/// it serves a prof server with a workload for a few seconds and prints its port, so
-/// a test can capture several processes at once (one process has one session).
+/// Set in the child processes [`serve_as_a_child_process`] runs in.
+const CHILD: &str = "PROF_CLI_CHILD_SERVER";
+
+/// Not a test of its own, so ignored: [`child_server`] runs it alone in a child process
+/// (`--ignored --exact`, with [`CHILD`] set), where it serves a prof server with a
+/// workload for a few seconds and prints its port, so a test can capture several
+/// processes at once (one process has one session).
 #[test]
+#[ignore = "a child process of several_hosts_get_one_line_each_and_one_merged_summary, run by it"]
 fn serve_as_a_child_process() {
-    if std::env::var_os("PROF_CLI_CHILD_SERVER").is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD).is_some(),
+        "not a test: several_hosts_get_one_line_each_and_one_merged_summary runs it as its \
+         child process, with {CHILD} set"
+    );
     let (_server, addr) = serve();
     let _work = Workload::start();
     println!("listening on {addr}");
@@ -84,8 +91,13 @@ fn serve_as_a_child_process() {
 fn child_server() -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "serve_as_a_child_process", "--nocapture"])
-        .env("PROF_CLI_CHILD_SERVER", "1")
+        .args([
+            "--ignored",
+            "--exact",
+            "serve_as_a_child_process",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("child");

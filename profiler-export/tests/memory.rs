@@ -19,13 +19,18 @@ fn status_kib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Run as the child (the environment names the input): converts it and prints how
-/// many KiB the peak grew by.
+/// Not a test of its own, so ignored: [`peak_per_input_byte`] runs it alone in a child
+/// process (`--ignored --exact`), with [`CHILD`] naming the input. It converts the input
+/// and prints how many KiB the peak grew by.
 #[test]
+#[ignore = "the child process of the peak-memory tests here, run by them"]
 fn child_converts() {
-    let Some(input) = std::env::var_os(CHILD) else {
-        return;
-    };
+    let input = std::env::var_os(CHILD).unwrap_or_else(|| {
+        panic!(
+            "not a test: the peak-memory tests run it as their child process, with {CHILD} \
+             naming the input"
+        )
+    });
     let before = status_kib("VmRSS:").expect("VmRSS");
     let out = tempfile::tempdir().expect("tempdir");
     let formats = [ExportFormat::Perfetto];
@@ -36,17 +41,16 @@ fn child_converts() {
 
 /// Converts `space`'s file to Perfetto in a child process and returns the bytes its
 /// peak resident set grew by per byte of the file; `None` where that cannot be read
-/// (not Linux, or this is the child).
+/// (not Linux).
 fn peak_per_input_byte(space: &profiler_core::xspace::XSpace) -> Option<f64> {
-    if status_kib("VmHWM:").is_none() || std::env::var_os(CHILD).is_some() {
-        return None;
-    }
+    status_kib("VmHWM:")?;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("big.xplane.pb");
     xplane::write(&path, space).expect("write");
     let bytes = std::fs::metadata(&path).expect("meta").len();
     let out = Command::new(std::env::current_exe().expect("test binary"))
         .args([
+            "--ignored",
             "--exact",
             "child_converts",
             "--nocapture",

@@ -166,12 +166,16 @@ fn accepting_backs_off_when_out_of_descriptors() {
     );
 }
 
+/// Not a test of its own, so ignored: the child process of
+/// [`accepting_backs_off_when_out_of_descriptors`].
 #[test]
-#[ignore = "run by accepting_backs_off_when_out_of_descriptors, under a small ulimit"]
+#[ignore = "a child process of accepting_backs_off_when_out_of_descriptors, run by it under a small ulimit"]
 fn out_of_descriptors_child() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD).is_some(),
+        "not a test: accepting_backs_off_when_out_of_descriptors runs it as its child \
+         process, under a small ulimit, with {CHILD} set"
+    );
     let (_server, addr) = serve();
     let stat = std::fs::File::open("/proc/self/stat").expect("stat");
     let mut filler = Vec::new();
