@@ -1,18 +1,10 @@
 //! `#[prof::instrument]` on sync, generic, method and async functions.
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use prof::xspace::{XEvent, XPlane, XStatValue};
 use prof::{schema, ProfileOptions};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = profiler_core::session::stop();
-    guard
-}
+use prof_test_support::serial;
 
 fn record(f: impl FnOnce()) -> prof::Profile {
     profiler_core::session::start(ProfileOptions::default(), None).expect("start");

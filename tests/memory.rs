@@ -4,14 +4,9 @@
 
 use prof::summary::SummaryOptions;
 use prof::{ProfileAnalysis, ProfileOptions};
-
-/// The counts are process-wide: one test at a time, or one's blocks show in the other's
-/// peaks.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The counts are process-wide: one test at a time, or one's blocks show in the other's
+// peaks.
+use prof_test_support::serial;
 
 // Exactly as the documentation gives it.
 #[global_allocator]

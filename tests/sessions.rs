@@ -1,19 +1,11 @@
 //! The `prof` facade: sessions that write TensorBoard logdirs, and their errors.
 //!
-//! Sessions are process-wide, so every test here holds `SERIAL`.
+//! Sessions are process-wide, so every test here holds `serial()`.
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use prof::{ErrorKind, ProfileOptions};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = prof::stop();
-    guard
-}
+use prof_test_support::serial;
 
 fn runs(logdir: &Path) -> Vec<std::path::PathBuf> {
     let mut runs: Vec<_> = std::fs::read_dir(logdir.join("plugins/profile"))

@@ -1,7 +1,8 @@
 //! Writes the committed seed corpus: small `.xplane.pb` files prof itself records
 //! (a session with nested annotations, fields, a counter, threads, domains and a
 //! pause) and one hand-built space with what a session on a CPU cannot record (a GPU
-//! plane with a launched kernel, cross-thread flows, the task environment).
+//! plane with a launched kernel, cross-thread flows, the task environment): the
+//! exporters' test space, `prof_test_support::spaces::space`.
 //!
 //! `cargo run --bin make_seeds -- [--jax <capture.xplane.pb>] <dir>...` (no fuzzing
 //! flags needed); each file goes into every directory given. With `--jax`, a JAX
@@ -11,8 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use profiler_core::domain::{Domain, Frame, Marker, MarkerScope, Task};
-use profiler_core::schema;
-use profiler_core::xspace::{sort_events, PlaneBuilder, XEvent, XLine, XSpace, XStat, XStatValue};
+use prof_test_support::spaces;
+use profiler_core::xspace::{XSpace, XStat, XStatValue};
 use profiler_core::{session, set_metadata, trace, Counter, ProfileOptions, Trace};
 use profiler_export::xplane;
 
@@ -69,93 +70,6 @@ fn session_domains() -> Result<XSpace, Error> {
     Ok(session::stop()?.into_xspace())
 }
 
-fn ev(b: &mut PlaneBuilder, name: &str, start_ns: i64, dur_ns: i64) -> XEvent {
-    XEvent::new(b.event_metadata_id(name), start_ns * 1000, dur_ns * 1000)
-}
-
-fn line(id: i64, name: &str, timestamp_ns: i64, mut events: Vec<XEvent>) -> XLine {
-    sort_events(&mut events);
-    XLine {
-        id,
-        name: name.into(),
-        timestamp_ns,
-        events,
-        ..XLine::default()
-    }
-}
-
-/// A host plane with a step, a launch, a producer/consumer pair and counters; a GPU
-/// plane with the launched kernel; the task environment with the wall-clock start.
-fn hand_built() -> XSpace {
-    let mut host = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
-    let mut step = ev(&mut host, "Train", 0, 1000);
-    step.stats
-        .push(host.stat(schema::STEP_NUM, XStatValue::Int64(3)));
-    step.stats
-        .push(host.stat(schema::IS_ROOT, XStatValue::Int64(1)));
-    let mut launch = ev(&mut host, "cuLaunchKernel", 450, 100);
-    launch
-        .stats
-        .push(host.stat(schema::CORRELATION_ID, XStatValue::Uint64(7)));
-    let mut send = ev(&mut host, "enqueue", 600, 50);
-    send.stats
-        .push(host.stat(schema::PRODUCER_TYPE, XStatValue::Int64(0)));
-    send.stats
-        .push(host.stat(schema::PRODUCER_ID, XStatValue::Uint64(42)));
-    let mut marker = ev(&mut host, "checkpoint", 950, 0);
-    marker
-        .stats
-        .push(host.stat("blob", XStatValue::Bytes(vec![0, 255])));
-    let main = line(1, "main", 1000, vec![step, launch, send, marker]);
-    let mut recv = ev(&mut host, "dequeue", 0, 200);
-    recv.stats
-        .push(host.stat(schema::CONSUMER_TYPE, XStatValue::Int64(0)));
-    recv.stats
-        .push(host.stat(schema::CONSUMER_ID, XStatValue::Uint64(42)));
-    let worker = line(2, "worker", 1700, vec![recv]);
-    let samples = [(0, 1.0), (500, 3.0), (900, 2.0)]
-        .into_iter()
-        .map(|(at, v)| {
-            let mut e = ev(&mut host, schema::HOST_BYTES_IN_USE, at, 0);
-            e.stats
-                .push(host.stat(schema::COUNTER_VALUE, XStatValue::Double(v)));
-            e
-        })
-        .collect();
-    host.add_line(main);
-    host.add_line(worker);
-    host.add_line(line(
-        i64::from(schema::COUNTERS_LINE_ID),
-        schema::COUNTERS_LINE,
-        1000,
-        samples,
-    ));
-
-    let mut gpu = PlaneBuilder::new(1, "/device:GPU:0");
-    let mut kernel = ev(&mut gpu, "gemm_kernel", 0, 100);
-    kernel
-        .stats
-        .push(gpu.stat(schema::CORRELATION_ID, XStatValue::Uint64(7)));
-    kernel.stats.push(gpu.stat(
-        "kernel_details",
-        XStatValue::Str("regs:32 grid:1,1,1 block:128,1,1".into()),
-    ));
-    gpu.add_line(XLine {
-        display_name: "Stream #7(Kernel)".into(),
-        ..line(7, "7", 1500, vec![kernel])
-    });
-
-    let mut env = PlaneBuilder::new(schema::TASK_ENV_PLANE_ID, schema::TASK_ENV_PLANE);
-    let start = 1_700_000_000_000_000_000u64;
-    env.add_plane_stat(schema::PROFILE_START_TIME, XStatValue::Uint64(start));
-    env.add_plane_stat(schema::PROFILE_STOP_TIME, XStatValue::Uint64(start + 3000));
-    XSpace {
-        planes: vec![host.build(), gpu.build(), env.build()],
-        hostnames: vec!["worker:0".into()],
-        ..XSpace::default()
-    }
-}
-
 /// Keeps at most this many bytes of any string or bytes value of a JAX capture (its
 /// HLO protos run to tens of KB); the structure stays whole.
 const TRIM: usize = 128;
@@ -206,7 +120,7 @@ fn main() -> Result<(), Error> {
     let mut seeds = vec![
         ("prof_session_steps.xplane.pb", session_steps()?),
         ("prof_session_domains.xplane.pb", session_domains()?),
-        ("prof_hand_built.xplane.pb", hand_built()),
+        ("prof_hand_built.xplane.pb", spaces::space()),
     ];
     if let Some(jax) = jax {
         seeds.push(("jax_capture_trimmed.xplane.pb", trimmed(&jax)?));

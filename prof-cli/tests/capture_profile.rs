@@ -4,55 +4,12 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use profiler_core::trace;
+// Captures record this process: one at a time.
+use prof_test_support::serial;
+use prof_test_support::workload::Workload;
 use profiler_remote::server::{self, ServerHandle};
-
-/// Captures record this process: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A thread running annotated "training steps" until dropped (at most 60 s).
-struct Workload {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Workload {
-    fn start() -> Workload {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let until = Instant::now() + Duration::from_secs(60);
-            let mut step = 0i64;
-            while !flag.load(Ordering::Relaxed) && Instant::now() < until {
-                let _s = trace!("Train", step_num = step);
-                let _w = trace!("work");
-                std::thread::sleep(Duration::from_millis(2));
-                step += 1;
-            }
-        });
-        Workload {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Workload {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 fn serve() -> (ServerHandle, String) {
     let server = server::start(0).expect("server");
@@ -109,14 +66,21 @@ fn one_file_per_host_and_the_host_that_failed_is_named() {
     assert!(stdout.contains("Train"), "the summary: {stdout}");
 }
 
-/// Not a test of its own: run as a child process (with `PROF_CLI_CHILD_SERVER` set),
-/// it serves a prof server with a workload for a few seconds and prints its port, so
-/// a test can capture several processes at once (one process has one session).
+/// Set in the child processes [`serve_as_a_child_process`] runs in.
+const CHILD: &str = "PROF_CLI_CHILD_SERVER";
+
+/// Not a test of its own, so ignored: [`child_server`] runs it alone in a child process
+/// (`--ignored --exact`, with [`CHILD`] set), where it serves a prof server with a
+/// workload for a few seconds and prints its port, so a test can capture several
+/// processes at once (one process has one session).
 #[test]
+#[ignore = "a child process of several_hosts_get_one_line_each_and_one_merged_summary, run by it"]
 fn serve_as_a_child_process() {
-    if std::env::var_os("PROF_CLI_CHILD_SERVER").is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD).is_some(),
+        "not a test: several_hosts_get_one_line_each_and_one_merged_summary runs it as its \
+         child process, with {CHILD} set"
+    );
     let (_server, addr) = serve();
     let _work = Workload::start();
     println!("listening on {addr}");
@@ -127,8 +91,13 @@ fn serve_as_a_child_process() {
 fn child_server() -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "serve_as_a_child_process", "--nocapture"])
-        .env("PROF_CLI_CHILD_SERVER", "1")
+        .args([
+            "--ignored",
+            "--exact",
+            "serve_as_a_child_process",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("child");

@@ -1,7 +1,9 @@
-//! Inputs the fuzzers once crashed on (fuzz/, run by tests/fuzz/run.sh): every file
-//! under `fuzz/regressions/<target>/` goes through what its target does, and none may
-//! panic. The structured target's crashes are saved as the `.xplane.pb` of the space
-//! they built, under `exporters/`.
+//! Inputs the fuzzers once crashed on (fuzz/, run by tests/fuzz/run.sh), and inputs
+//! crafted to reach the reader's defences: every file under
+//! `fuzz/regressions/<target>/` goes through what its target does, and none may panic.
+//! The structured target's crashes are saved as the `.xplane.pb` of the space they
+//! built, under `exporters/`. A target with no saved input fails: a replay of nothing
+//! would pass whatever the reader did.
 //!
 //! Tests build with overflow checks, as the fuzz targets do: an arithmetic overflow
 //! that release builds would wrap silently fails here.
@@ -13,24 +15,26 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use profiler_analysis::summary::{GroupBy, Summary, SummaryOptions};
+use profiler_core::xspace::XSpace;
 use profiler_core::Profile;
 use profiler_export::{chrome, perfetto, xplane};
 
-/// The saved inputs of `target`, sorted by name.
+/// The saved inputs of `target`, sorted by name; at least one.
 fn inputs(target: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = root.join("fuzz/regressions").join(target);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        // A target that never crashed has no directory.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
-        Err(e) => panic!("cannot list {}: {e}", dir.display()),
-    };
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list the regressions {}: {e}", dir.display()));
     let mut files: Vec<PathBuf> = entries
         .map(|e| e.expect("a directory entry").path())
         .filter(|p| p.is_file())
         .collect();
     files.sort();
+    assert!(
+        !files.is_empty(),
+        "no regression inputs in {}: the replay would check nothing",
+        dir.display()
+    );
     files
 }
 
@@ -54,11 +58,25 @@ fn replay(target: &str, check: fn(&[u8])) {
 }
 
 /// The `xplane_decode` target: what decodes encodes again, and its encoding is stable.
+/// The same bytes as a file go through the streaming reader too, both ways (whole and
+/// with the events left encoded): its defences (lengths checked against their message
+/// and the file, varints bounded) are where a file reaches it.
 fn xplane_decode(bytes: &[u8]) {
-    let Ok(space) = xplane::decode(bytes) else {
-        return;
-    };
-    let encoded = xplane::encode(&space);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("input.xplane.pb");
+    std::fs::write(&path, bytes).expect("write the input");
+    if let Ok(space) = xplane::read(&path) {
+        round_trip(&space);
+    }
+    let _ = xplane::read_lazy(&path, &xplane::ReadLimits::default());
+    if let Ok(space) = xplane::decode(bytes) {
+        round_trip(&space);
+    }
+}
+
+/// What decodes encodes again, decodes again, and encodes to the same bytes.
+fn round_trip(space: &XSpace) {
+    let encoded = xplane::encode(space);
     let again = xplane::decode(&encoded).expect("decode what encode wrote");
     assert!(
         xplane::encode(&again) == encoded,

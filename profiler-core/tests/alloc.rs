@@ -1,10 +1,9 @@
 //! The tracking allocator against known allocations, and its counter tracks (the
 //! per-step peaks the summary reads from them are tested in profiler-export).
 
-mod support;
-
 use std::alloc::System;
 
+use prof_test_support::{read, serial};
 use profiler_core::alloc::FLUSH_BYTES;
 use profiler_core::{schema, session, trace, ProfileOptions, TrackingAllocator};
 
@@ -16,7 +15,7 @@ type Tracking = TrackingAllocator<System>;
 // One test: the counts are process-wide, and other tests' allocations would blur them.
 #[test]
 fn counts_match_known_allocations_and_become_counter_tracks() {
-    let _serial = support::serial();
+    let _serial = serial();
     // Exact, on this thread: a large allocation and its free.
     let (bytes, count) = (Tracking::bytes_in_use(), Tracking::allocations_in_use());
     let big = vec![1u8; 4 << 20];
@@ -74,7 +73,7 @@ struct MemoryEvent {
 
 fn memory_events(profile: &profiler_core::Profile) -> Vec<MemoryEvent> {
     use profiler_core::xspace::XStatValue;
-    let host = support::host(profile);
+    let host = read::host(profile);
     let mut out = Vec::new();
     for line in &host.lines {
         for e in &line.events {
@@ -127,7 +126,7 @@ const INT_STATS: [&str; 6] = [
 
 #[test]
 fn large_blocks_and_folds_become_xprof_memory_events_named_by_their_op() {
-    let _serial = support::serial();
+    let _serial = serial();
     session::start(ProfileOptions::default(), None).expect("start");
     let addr;
     {
@@ -145,7 +144,7 @@ fn large_blocks_and_folds_become_xprof_memory_events_named_by_their_op() {
     }
     let profile = session::stop().expect("stop");
     let events = memory_events(&profile);
-    let this = support::this_thread();
+    let this = read::this_thread();
 
     for e in &events {
         assert_eq!(e.stats.get("allocator_name"), Some(&V::S("host".into())));
@@ -208,7 +207,7 @@ fn large_blocks_and_folds_become_xprof_memory_events_named_by_their_op() {
 
 #[test]
 fn the_threshold_decides_which_blocks_are_events_of_their_own() {
-    let _serial = support::serial();
+    let _serial = serial();
     let before = profiler_core::memory::set_large_allocation_threshold(2 << 20);
     session::start(ProfileOptions::default(), None).expect("start");
     let below = vec![1u8; 1536 << 10];
@@ -230,7 +229,7 @@ fn the_threshold_decides_which_blocks_are_events_of_their_own() {
 #[test]
 fn memory_api_follows_a_known_allocation_pattern() {
     use profiler_core::memory;
-    let _serial = support::serial();
+    let _serial = serial();
     // No session: the API works from the allocator's counts alone.
     let start = memory::host().expect("the tracking allocator is installed");
     assert!(memory::allocators().iter().any(|(name, _)| name == "host"));
@@ -272,7 +271,7 @@ fn memory_api_follows_a_known_allocation_pattern() {
 fn a_steady_program_shows_its_level_at_the_edges_and_at_each_steps_end() {
     use tracing_subscriber::layer::SubscriberExt;
 
-    let _serial = support::serial();
+    let _serial = serial();
     let model = vec![1u8; 4 << 20];
     std::hint::black_box(&model);
     let level = Tracking::bytes_in_use();
@@ -296,7 +295,7 @@ fn a_steady_program_shows_its_level_at_the_edges_and_at_each_steps_end() {
     drop(model);
 
     let events = memory_events(&profile);
-    let this = support::this_thread();
+    let this = read::this_thread();
     // The steps' ends, on this thread's line, inside their steps (the step is the
     // only annotation open: no op, region Train).
     let steps: Vec<&MemoryEvent> = events
@@ -329,8 +328,8 @@ fn a_steady_program_shows_its_level_at_the_edges_and_at_each_steps_end() {
     // The counter track has the same points.
     let samples = profile.counter_samples(schema::HOST_BYTES_IN_USE);
     assert!(samples.len() >= 44, "{} samples", samples.len());
-    let host = support::host(&profile);
-    let profiler = support::line(host, "Profiler");
+    let host = read::host(&profile);
+    let profiler = read::line(host, "Profiler");
     let (first, last) = (
         profiler.events.first().expect("start"),
         profiler.events.last().expect("end"),
@@ -340,7 +339,7 @@ fn a_steady_program_shows_its_level_at_the_edges_and_at_each_steps_end() {
         0,
         "the start's level at the session's start"
     );
-    let mine = support::my_line(host);
+    let mine = read::my_line(host);
     let end = mine
         .events
         .iter()

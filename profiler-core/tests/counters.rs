@@ -1,7 +1,6 @@
 //! Counters: samples on the `_counters_` line, in time order, only while recording.
 
-mod support;
-
+use prof_test_support::{read, serial};
 use profiler_core::xspace::XStatValue;
 use profiler_core::{schema, session, trace, Counter, ProfileOptions};
 
@@ -10,7 +9,7 @@ static LOSS: Counter = Counter::new("loss");
 
 #[test]
 fn samples_follow_updates_in_time_order() {
-    let _serial = support::serial();
+    let _serial = serial();
     DEPTH.set(0.0);
     session::start(ProfileOptions::default(), None).expect("start");
     DEPTH.set(4);
@@ -31,8 +30,8 @@ fn samples_follow_updates_in_time_order() {
     // Samples are not events; the step is.
     assert_eq!(profile.event_count(), 1);
 
-    let host = support::host(&profile);
-    let line = support::line(host, schema::COUNTERS_LINE);
+    let host = read::host(&profile);
+    let line = read::line(host, schema::COUNTERS_LINE);
     assert_eq!(line.id, i64::from(schema::COUNTERS_LINE_ID));
     let starts: Vec<_> = line
         .events
@@ -50,7 +49,7 @@ fn samples_follow_updates_in_time_order() {
 
 #[test]
 fn updates_while_off_record_and_change_nothing() {
-    let _serial = support::serial();
+    let _serial = serial();
     session::start(ProfileOptions::default(), None).expect("start");
     LOSS.set(2.0);
     let _ = session::stop().expect("stop");
@@ -64,7 +63,7 @@ fn updates_while_off_record_and_change_nothing() {
     session::start(ProfileOptions::default(), None).expect("start");
     let profile = session::stop().expect("stop");
     assert!(profile.counter_samples("loss").is_empty());
-    let host = support::host(&profile);
+    let host = read::host(&profile);
     assert!(host.lines.iter().all(|l| l.name != schema::COUNTERS_LINE));
 }
 
@@ -78,7 +77,7 @@ fn reserved_names_are_refused() {
 #[test]
 fn add_assign_and_sub_assign_update_and_record() {
     static STEPS: Counter = Counter::new("assign_steps");
-    let _serial = support::serial();
+    let _serial = serial();
     STEPS.set(0.0);
     session::start(ProfileOptions::default(), None).expect("start");
     let mut steps = &STEPS;

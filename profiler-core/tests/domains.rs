@@ -1,10 +1,9 @@
 //! MXNet's profiling objects: domains own lines, intervals may start and stop on
 //! different threads, markers land where their scope says.
 
-mod support;
-
 use std::time::Duration;
 
+use prof_test_support::{read, serial};
 use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
 use profiler_core::xspace::XStatValue;
 use profiler_core::{schema, session, ProfileOptions};
@@ -24,7 +23,7 @@ fn str_stat(
     e: &profiler_core::xspace::XEvent,
     key: &str,
 ) -> String {
-    match support::stat(plane, e, key) {
+    match read::stat(plane, e, key) {
         Some(XStatValue::Str(s)) => s,
         other => panic!("{key}: {other:?}"),
     }
@@ -32,7 +31,7 @@ fn str_stat(
 
 #[test]
 fn objects_land_on_their_domain_lines() {
-    let _serial = support::serial();
+    let _serial = serial();
     session::start(ProfileOptions::default(), None).expect("start");
     EPOCH.start();
     PREFETCH.start();
@@ -54,18 +53,18 @@ fn objects_land_on_their_domain_lines() {
     EPOCH.stop();
     let profile = session::stop().expect("stop");
 
-    let host = support::host(&profile);
-    let pipeline = support::line(host, "pipeline");
+    let host = read::host(&profile);
+    let pipeline = read::line(host, "pipeline");
     assert!(pipeline.id >= i64::from(schema::DOMAIN_LINES_ID));
     // epoch holds prefetch and the checkpoint; upload overlaps prefetch.
     assert_eq!(
-        support::names(host, pipeline),
+        read::names(host, pipeline),
         ["epoch", "prefetch", "checkpoint"]
     );
-    let lane = support::line(host, "pipeline (2)");
-    assert_eq!(support::names(host, lane), ["upload"]);
-    let (epoch_start, epoch_end) = support::span(pipeline, &pipeline.events[0]);
-    let (prefetch_start, prefetch_end) = support::span(pipeline, &pipeline.events[1]);
+    let lane = read::line(host, "pipeline (2)");
+    assert_eq!(read::names(host, lane), ["upload"]);
+    let (epoch_start, epoch_end) = read::span(pipeline, &pipeline.events[0]);
+    let (prefetch_start, prefetch_end) = read::span(pipeline, &pipeline.events[1]);
     assert!(epoch_start <= prefetch_start && prefetch_end <= epoch_end);
     assert!(
         prefetch_end - prefetch_start >= 4_000_000_000,
@@ -82,19 +81,19 @@ fn objects_land_on_their_domain_lines() {
         "process"
     );
 
-    let events = support::line(host, "Events");
-    assert_eq!(support::names(host, events), ["loose"]);
+    let events = read::line(host, "Events");
+    assert_eq!(read::names(host, events), ["loose"]);
     assert_eq!(str_stat(host, &events.events[0], schema::OBJECT), "event");
 
-    let other = support::line(host, "other");
-    assert_eq!(support::names(host, other), ["everywhere"]);
+    let other = read::line(host, "other");
+    assert_eq!(read::names(host, other), ["everywhere"]);
     assert_eq!(str_stat(host, &other.events[0], schema::SCOPE), "global");
     // A thread-scoped marker stays on the marking thread, naming its domain.
-    let mine = support::my_line(host);
+    let mine = read::my_line(host);
     let here = mine
         .events
         .iter()
-        .find(|e| support::name(host, e) == "here")
+        .find(|e| read::name(host, e) == "here")
         .expect("thread marker on this thread");
     assert_eq!(here.duration_ps, 0);
     assert_eq!(str_stat(host, here, schema::DOMAIN), "other");
@@ -104,7 +103,7 @@ fn objects_land_on_their_domain_lines() {
 
 #[test]
 fn nothing_is_recorded_outside_a_session() {
-    let _serial = support::serial();
+    let _serial = serial();
     // Started before the session: never recorded, so stopping it inside records nothing.
     UPLOAD.start();
     CHECKPOINT.mark(MarkerScope::Process);
@@ -115,5 +114,5 @@ fn nothing_is_recorded_outside_a_session() {
     EPOCH.stop();
     EPOCH.stop();
     let profile = session::stop().expect("stop");
-    assert_eq!(support::all_names(&profile), ["epoch"]);
+    assert_eq!(read::all_names(&profile), ["epoch"]);
 }

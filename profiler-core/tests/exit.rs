@@ -2,14 +2,13 @@
 //! options. What ends the process (a main-thread panic, a signal, the exit) is proven
 //! in child processes by `tests/exit` at the workspace root.
 
-mod support;
-
 use std::panic::PanicHookInfo;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use profiler_core::xspace::XStatValue;
 use profiler_core::{session, trace, ConfigValue, ErrorKind, Profile, ProfileOptions};
-use support::{host, serial};
+use prof_test_support::read::{self, host};
+use prof_test_support::serial;
 
 type Hook = Box<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
 
@@ -83,7 +82,7 @@ fn a_panic_on_a_thread_is_a_marker_on_its_line_and_the_session_goes_on() {
         "{location}"
     );
     assert_ne!(location, &format!("profiler-core/tests/exit.rs:{line}"));
-    assert!(support::all_names(&profile).contains(&"after".to_owned()));
+    assert!(read::all_names(&profile).contains(&"after".to_owned()));
 }
 
 #[test]

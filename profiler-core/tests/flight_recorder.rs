@@ -1,13 +1,12 @@
 //! The flight recorder: bounded rings, snapshots while threads keep writing, and
 //! records decoded whole however the ring wrapped.
 
-mod support;
-
 use std::alloc::System;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use prof_test_support::{read, serial};
 use profiler_core::flight_recorder::{self, FlightRecorder};
 use profiler_core::xspace::XStatValue;
 use profiler_core::{schema, session, trace, ErrorKind, ProfileOptions, TrackingAllocator};
@@ -19,20 +18,20 @@ static ALLOC: TrackingAllocator<System> = TrackingAllocator::new(System);
 /// each one decoded whole, and each line's `i`s consecutive (a writer's events, oldest
 /// dropped, none missing in between); returns the `i`s in order.
 fn checked_work(profile: &profiler_core::Profile) -> Vec<i64> {
-    let host = support::host(profile);
+    let host = read::host(profile);
     let mut seen = Vec::new();
     for line in &host.lines {
         let first = seen.len();
         for e in &line.events {
-            if support::name(host, e) != "work" {
+            if read::name(host, e) != "work" {
                 continue;
             }
-            let Some(XStatValue::Int64(i)) = support::stat(host, e, "i") else {
+            let Some(XStatValue::Int64(i)) = read::stat(host, e, "i") else {
                 // Its field records were overwritten before its event record: allowed
                 // only at the oldest end of the ring, never in the middle.
                 continue;
             };
-            if let Some(XStatValue::Str(s)) = support::stat(host, e, "s") {
+            if let Some(XStatValue::Str(s)) = read::stat(host, e, "s") {
                 assert_eq!(s.len() as i64, len(i), "event {i}: {s:?}");
                 assert!(s.bytes().all(|b| b == b'a' + (i % 26) as u8), "event {i}");
             }
@@ -61,7 +60,7 @@ fn work(i: i64) {
 
 #[test]
 fn rings_keep_the_latest_records_in_bounded_memory() {
-    let _serial = support::serial();
+    let _serial = serial();
     flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(4096)).expect("start");
     assert!(flight_recorder::is_running());
     for i in 0..2000 {
@@ -94,20 +93,20 @@ fn rings_keep_the_latest_records_in_bounded_memory() {
 /// chunk ends and the ring's wrap, and the latest keep their fields.
 #[test]
 fn scalar_fields_keep_their_event_in_a_ring() {
-    let _serial = support::serial();
+    let _serial = serial();
     flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(2048)).expect("start");
     for i in 0..50_000i64 {
         let _t = trace!("pair", i = i, twice = i * 2);
     }
     let profile = session::stop().expect("stop");
-    let host = support::host(&profile);
+    let host = read::host(&profile);
     let mut seen = Vec::new();
     for e in host.lines.iter().flat_map(|l| &l.events) {
-        if support::name(host, e) != "pair" {
+        if read::name(host, e) != "pair" {
             continue;
         }
         let (Some(XStatValue::Int64(i)), Some(XStatValue::Int64(twice))) =
-            (support::stat(host, e, "i"), support::stat(host, e, "twice"))
+            (read::stat(host, e, "i"), read::stat(host, e, "twice"))
         else {
             continue; // the oldest end of the ring may have lost its fields
         };
@@ -121,7 +120,7 @@ fn scalar_fields_keep_their_event_in_a_ring() {
 
 #[test]
 fn snapshots_while_threads_write_decode_whole_records() {
-    let _serial = support::serial();
+    let _serial = serial();
     flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(1024)).expect("start");
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..2)
@@ -152,7 +151,7 @@ fn snapshots_while_threads_write_decode_whole_records() {
 
 #[test]
 fn an_event_outlived_by_its_slot_is_dropped_not_corrupting() {
-    let _serial = support::serial();
+    let _serial = serial();
     flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(1024)).expect("start");
     let long = trace!("long");
     for i in 0..5000 {
@@ -161,14 +160,14 @@ fn an_event_outlived_by_its_slot_is_dropped_not_corrupting() {
     // Its slot now holds another record: closing it must not write there.
     drop(long);
     let snapshot = session::stop().expect("stop");
-    assert!(!support::all_names(&snapshot).contains(&"long".to_owned()));
+    assert!(!read::all_names(&snapshot).contains(&"long".to_owned()));
     let seen = checked_work(&snapshot);
     assert_eq!(seen.last(), Some(&4999));
 }
 
 #[test]
 fn a_window_leaves_out_what_ended_before_it() {
-    let _serial = support::serial();
+    let _serial = serial();
     let recorder = FlightRecorder::new(1 << 16).window(Duration::from_millis(50));
     flight_recorder::start(ProfileOptions::default(), recorder).expect("start");
     {
@@ -179,17 +178,17 @@ fn a_window_leaves_out_what_ended_before_it() {
         let _t = trace!("recent");
     }
     let snapshot = flight_recorder::snapshot().expect("snapshot");
-    let host = support::host(&snapshot);
-    assert_eq!(support::names(host, support::my_line(host)), ["recent"]);
+    let host = read::host(&snapshot);
+    assert_eq!(read::names(host, read::my_line(host)), ["recent"]);
     // The heap's level at the snapshot's end; its start, outside the window, has none.
-    let profiler = support::line(host, schema::PROFILER_LINE);
-    assert_eq!(support::names(host, profiler), [schema::MEMORY_ALLOCATION]);
+    let profiler = read::line(host, schema::PROFILER_LINE);
+    assert_eq!(read::names(host, profiler), [schema::MEMORY_ALLOCATION]);
     session::stop().expect("stop");
 }
 
 #[test]
 fn misuse_is_an_error() {
-    let _serial = support::serial();
+    let _serial = serial();
     let err = flight_recorder::snapshot().expect_err("none running");
     assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
     session::start(ProfileOptions::default(), None).expect("start");

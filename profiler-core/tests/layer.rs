@@ -1,14 +1,14 @@
 //! `ProfilerLayer`: `tracing` spans and events on prof's timeline.
 //!
-//! Sessions are process-wide, so every test here holds `support::serial()`.
+//! Sessions are process-wide, so every test here holds `serial()`.
 #![cfg(feature = "tracing")]
 
+use insta::assert_snapshot;
+use prof_test_support::read::{all_names, host, my_line, names, span, stat};
+use prof_test_support::{serial, tree};
 use profiler_core::xspace::XStatValue;
 use profiler_core::{session, trace, Profile, ProfileOptions, ProfilerLayer};
 use tracing_subscriber::layer::SubscriberExt;
-
-mod support;
-use support::{all_names, host, my_line, names, serial, span, stat};
 
 /// Runs `f` with a registry + ProfilerLayer as this thread's subscriber.
 fn with_layer<R>(f: impl FnOnce() -> R) -> R {
@@ -37,25 +37,16 @@ fn tracing_spans_and_annotations_nest_on_one_line() {
         }
     });
     let plane = host(&profile);
-    let line = my_line(plane);
-    assert_eq!(
-        names(plane, line),
-        ["Train", "attn", "mlp", "matmul", "Train", "attn", "mlp", "matmul"]
-    );
-    for quad in line.events.chunks(4) {
-        for pair in quad.windows(2) {
-            let (outer, inner) = (span(line, &pair[0]), span(line, &pair[1]));
-            assert!(
-                outer.0 <= inner.0 && inner.1 <= outer.1,
-                "{outer:?} ⊇ {inner:?}"
-            );
-        }
-        assert_eq!(stat(plane, &quad[1], "heads"), Some(XStatValue::Int64(8)));
-        assert_eq!(
-            stat(plane, &quad[1], "kind"),
-            Some(XStatValue::Str("self".into()))
-        );
-    }
+    assert_snapshot!(tree::line(plane, my_line(plane)), @r#"
+    Train step_num=0 _r=1
+        attn heads=8 kind="self"
+            mlp
+                matmul
+    Train step_num=1 _r=1
+        attn heads=8 kind="self"
+            mlp
+                matmul
+    "#);
     assert_eq!(profile.steps(), [0, 1]);
 }
 
@@ -78,13 +69,11 @@ fn recorded_fields_land_on_their_event() {
         let _again = span.enter(); // a later entry carries every field
     });
     let plane = host(&profile);
-    let line = my_line(plane);
-    assert_eq!(names(plane, line), ["load", "decode", "load"]);
-    for e in [&line.events[0], &line.events[2]] {
-        assert_eq!(stat(plane, e, "in_cache"), Some(XStatValue::Int64(1)));
-        assert_eq!(stat(plane, e, "bytes"), Some(XStatValue::Int64(10)));
-    }
-    assert_eq!(stat(plane, &line.events[1], "in_cache"), None);
+    assert_snapshot!(tree::line(plane, my_line(plane)), @r"
+    load bytes=10 in_cache=1
+        decode
+    load bytes=10 in_cache=1
+    ");
 }
 
 #[test]
@@ -97,6 +86,15 @@ fn a_step_num_field_makes_a_step() {
         }
     });
     assert_eq!(profile.steps(), [0, 1, 2]);
+    let plane = host(&profile);
+    assert_snapshot!(tree::line(plane, my_line(plane)), @r"
+    train_step step_num=0 _r=1
+        work
+    train_step step_num=1 _r=1
+        work
+    train_step step_num=2 _r=1
+        work
+    ");
 }
 
 #[test]

@@ -1,16 +1,16 @@
 //! Sessions and annotations end to end: what is recorded lands in the XSpace, whole.
 //!
-//! Sessions are process-wide, so every test here holds `support::serial()`.
+//! Sessions are process-wide, so every test here holds `serial()`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use insta::assert_snapshot;
+use prof_test_support::read::{all_names, host, line, my_line, name, span, stat, this_thread};
+use prof_test_support::{serial, tree};
 use profiler_core::xspace::XStatValue;
 use profiler_core::{session, set_metadata, trace, ErrorKind, ProfileOptions};
-
-mod support;
-use support::{all_names, host, line, name, serial, span, stat, this_thread};
 
 #[test]
 fn threads_record_thousands_of_nested_annotations_without_loss() {
@@ -103,26 +103,15 @@ fn steps_carry_int64_step_num_and_the_root_marker() {
     let profile = session::stop().expect("stop");
     assert_eq!(profile.steps(), [0, 1, 2]);
     let plane = host(&profile);
-    let line = line(plane, &this_thread());
-    let roots: Vec<_> = line
-        .events
-        .iter()
-        .filter(|e| name(plane, e) == "Train")
-        .collect();
-    assert_eq!(roots.len(), 3);
-    for (n, e) in roots.iter().enumerate() {
-        assert_eq!(
-            stat(plane, e, "step_num"),
-            Some(XStatValue::Int64(n as i64))
-        );
-        assert_eq!(stat(plane, e, "_r"), Some(XStatValue::Int64(1)));
-    }
-    let work = line
-        .events
-        .iter()
-        .find(|e| name(plane, e) == "work")
-        .expect("work");
-    assert_eq!(stat(plane, work, "_r"), None, "only steps are roots");
+    // An Int64 step_num (a u64 would show as `0u`), and the root marker on steps only.
+    assert_snapshot!(tree::line(plane, my_line(plane)), @r"
+    Train step_num=0 _r=1
+        work
+    Train step_num=1 _r=1
+        work
+    Train step_num=2 _r=1
+        work
+    ");
 }
 
 #[test]
@@ -140,19 +129,10 @@ fn deferred_fields_land_on_their_event_after_children() {
     }
     let profile = session::stop().expect("stop");
     let plane = host(&profile);
-    let line = line(plane, &this_thread());
-    let outer = &line.events[0];
-    assert_eq!(name(plane, outer), "lookup");
-    assert_eq!(stat(plane, outer, "in_cache"), Some(XStatValue::Int64(1)));
-    assert_eq!(stat(plane, outer, "bytes"), Some(XStatValue::Int64(8192)));
-    assert_eq!(
-        stat(plane, outer, "source"),
-        Some(XStatValue::Str("disk".into()))
-    );
-    assert_eq!(outer.stats.len(), 3);
-    let child = &line.events[1];
-    assert_eq!(stat(plane, child, "k"), Some(XStatValue::Int64(1)));
-    assert_eq!(stat(plane, child, "in_cache"), None);
+    assert_snapshot!(tree::line(plane, my_line(plane)), @r#"
+    lookup in_cache=1 bytes=8192 source="disk"
+        child k=1
+    "#);
 }
 
 static EVALUATED: AtomicUsize = AtomicUsize::new(0);

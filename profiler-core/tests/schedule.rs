@@ -1,10 +1,9 @@
 //! Step schedules: which steps each window records, and how many windows are handed
 //! over, for several wait/warmup/active/repeat/skip_first settings.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
+use prof_test_support::{read, serial};
 use profiler_core::schedule::{Profiler, ProfilerAction, Schedule};
 use profiler_core::{session, trace, ErrorKind, ProfileOptions};
 
@@ -16,7 +15,7 @@ fn windows(schedule: Schedule, steps: u64) -> Vec<(Vec<i64>, Vec<String>)> {
     let mut profiler = Profiler::new(ProfileOptions::default(), schedule)
         .expect("valid")
         .on_trace_ready(move |profile| {
-            let names = support::all_names(&profile);
+            let names = read::all_names(&profile);
             sink.lock().expect("sink").push((profile.steps(), names));
             Ok(())
         });
@@ -41,7 +40,7 @@ fn steps_of(w: &[(Vec<i64>, Vec<String>)]) -> Vec<Vec<i64>> {
 
 #[test]
 fn windows_record_only_their_active_steps() {
-    let _serial = support::serial();
+    let _serial = serial();
     let w = windows(Schedule::new(1, 1, 2).repeat(2), 12);
     assert_eq!(steps_of(&w), [vec![2, 3], vec![6, 7]]);
     // Warm-up steps ran the tracer, but nothing of them is kept.
@@ -56,14 +55,14 @@ fn windows_record_only_their_active_steps() {
 
 #[test]
 fn skip_first_and_no_warmup() {
-    let _serial = support::serial();
+    let _serial = serial();
     let w = windows(Schedule::new(2, 0, 3).skip_first(4).repeat(1), 12);
     assert_eq!(steps_of(&w), [vec![6, 7, 8]]);
 }
 
 #[test]
 fn repeat_zero_runs_until_stopped_and_hands_over_the_partial_window() {
-    let _serial = support::serial();
+    let _serial = serial();
     let w = windows(Schedule::new(0, 1, 2), 8);
     // Cycles of 3: W R S | W R S | W R (stopped mid-window).
     assert_eq!(steps_of(&w), [vec![1, 2], vec![4, 5], vec![7]]);
@@ -71,21 +70,21 @@ fn repeat_zero_runs_until_stopped_and_hands_over_the_partial_window() {
 
 #[test]
 fn active_one_saves_every_step() {
-    let _serial = support::serial();
+    let _serial = serial();
     let w = windows(Schedule::new(0, 0, 1).repeat(3), 5);
     assert_eq!(steps_of(&w), [vec![0], vec![1], vec![2]]);
 }
 
 #[test]
 fn stopping_during_warmup_hands_over_nothing() {
-    let _serial = support::serial();
+    let _serial = serial();
     let w = windows(Schedule::new(1, 3, 1), 3);
     assert!(w.is_empty());
 }
 
 #[test]
 fn actions_are_visible_and_misuse_is_an_error() {
-    let _serial = support::serial();
+    let _serial = serial();
     let mut profiler =
         Profiler::new(ProfileOptions::default(), Schedule::new(1, 1, 1)).expect("valid");
     let err = profiler.step().expect_err("not started");
@@ -109,7 +108,7 @@ fn actions_are_visible_and_misuse_is_an_error() {
 
 #[test]
 fn a_failing_callback_is_reported_and_the_next_window_still_opens() {
-    let _serial = support::serial();
+    let _serial = serial();
     let calls = Arc::new(Mutex::new(0));
     let seen = Arc::clone(&calls);
     let mut profiler = Profiler::new(ProfileOptions::default(), Schedule::new(0, 0, 1))
@@ -128,7 +127,7 @@ fn a_failing_callback_is_reported_and_the_next_window_still_opens() {
 
 #[test]
 fn a_window_that_cannot_open_leaves_the_running_session_alone() {
-    let _serial = support::serial();
+    let _serial = serial();
     let handed = Arc::new(Mutex::new(0));
     let seen = Arc::clone(&handed);
     let mut profiler = Profiler::new(ProfileOptions::default(), Schedule::new(1, 1, 1))
@@ -152,6 +151,6 @@ fn a_window_that_cannot_open_leaves_the_running_session_alone() {
         "the application's session still runs"
     );
     let own = session::stop().expect("own stop");
-    assert!(support::all_names(&own).contains(&"mine".to_owned()));
+    assert!(read::all_names(&own).contains(&"mine".to_owned()));
     assert_eq!(*handed.lock().expect("handed"), 0, "nothing handed over");
 }

@@ -1,7 +1,7 @@
 //! Async tasks: polls on the threads that ran them, one lifetime event per task with
 //! busy and idle time, and flows between polls that hop threads.
 //!
-//! Sessions are process-wide, so every test here holds `support::serial()`. This
+//! Sessions are process-wide, so every test here holds `serial()`. This
 //! binary installs `ProfilerLayer` as the global subscriber, so tokio's worker threads
 //! see it too.
 #![cfg(feature = "tracing")]
@@ -12,14 +12,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 
+use prof_test_support::read::{host, name, span, stat};
+use prof_test_support::serial;
 use profiler_core::future::Instrumented;
 use profiler_core::xspace::{XEvent, XLine, XPlane, XStatValue};
 use profiler_core::{schema, session, Profile, ProfileOptions, ProfilerLayer};
 use tracing::Instrument as _;
 use tracing_subscriber::layer::SubscriberExt;
-
-mod support;
-use support::{host, name, serial, span, stat};
 
 fn install_layer() {
     static ONCE: Once = Once::new();

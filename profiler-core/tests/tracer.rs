@@ -3,33 +3,13 @@
 //! through the scope hook. Its own test binary: the registry is process-wide.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
-use profiler_core::tracer::{self, ScopeHook, ScopeId, SessionClock, Tracer};
+use prof_test_support::scope_hook;
+use profiler_core::tracer::{self, SessionClock, Tracer};
 use profiler_core::xspace::{PlaneBuilder, XSpace};
 use profiler_core::{session, trace, ProfileOptions};
 
-static SCOPES: Mutex<Vec<(bool, ScopeId)>> = Mutex::new(Vec::new());
 static FAIL_START: AtomicBool = AtomicBool::new(false);
-
-/// The annotations the hook was told are open (the hook is told the record number;
-/// the id with its line is the hook's to make).
-static OPEN: Mutex<Vec<ScopeId>> = Mutex::new(Vec::new());
-
-fn enter(seq: u64) {
-    let s = ScopeId::on_this_thread(seq);
-    OPEN.lock().expect("open").push(s);
-    SCOPES.lock().expect("scopes").push((true, s));
-}
-fn exit() {
-    let s = OPEN
-        .lock()
-        .expect("open")
-        .pop()
-        .expect("an exit for every enter");
-    SCOPES.lock().expect("scopes").push((false, s));
-}
-static HOOK: ScopeHook = ScopeHook { enter, exit };
 
 struct FakeDevice {
     started: bool,
@@ -47,7 +27,7 @@ impl Tracer for FakeDevice {
             .with_source(cause));
         }
         self.started = true;
-        tracer::set_scope_hook(Some(&HOOK));
+        tracer::set_scope_hook(Some(&scope_hook::HOOK));
         Ok(())
     }
     fn stop(&mut self) -> Result<(), profiler_core::Error> {
@@ -94,7 +74,7 @@ fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
         "registered twice, ran once"
     );
     assert!(space.warnings.is_empty(), "{:?}", space.warnings);
-    let scopes = std::mem::take(&mut *SCOPES.lock().expect("scopes"));
+    let scopes = scope_hook::take();
     assert_eq!(scopes.len(), 4, "{scopes:?}");
     let (outer, inner) = (scopes[0].1, scopes[1].1);
     assert_eq!(outer.line, inner.line);
@@ -108,7 +88,7 @@ fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
     {
         let _t = trace!("after");
     }
-    assert!(SCOPES.lock().expect("scopes").is_empty());
+    assert!(scope_hook::take().is_empty());
 
     // 3. device_tracer_level 0: no tracer, and the GPU key is reported as unused.
     session::start(
@@ -143,5 +123,5 @@ fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
         warnings[0],
         "fake device: libfake.so not found: looked in /nowhere"
     );
-    assert!(SCOPES.lock().expect("scopes").is_empty());
+    assert!(scope_hook::take().is_empty());
 }

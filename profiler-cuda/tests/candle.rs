@@ -3,36 +3,14 @@
 //! scope hook through which the CUPTI tracer attributes kernels to it. Its own test
 //! binary: the scope hook is process-wide.
 
-use std::sync::Mutex;
-
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{VarBuilder, VarMap};
+use prof_test_support::scope_hook;
 use profiler_core::schema;
-use profiler_core::tracer::{self, ScopeHook, ScopeId};
+use profiler_core::tracer;
 use profiler_core::xspace::{XPlane, XStatValue};
 use profiler_core::{session, trace, ProfileOptions};
 use profiler_cuda::candle::{ModuleExt as _, Traced};
-
-static SCOPES: Mutex<Vec<(bool, ScopeId)>> = Mutex::new(Vec::new());
-
-/// The annotations the hook was told are open (the hook is told the record number;
-/// the id with its line is the hook's to make).
-static OPEN: Mutex<Vec<ScopeId>> = Mutex::new(Vec::new());
-
-fn enter(seq: u64) {
-    let s = ScopeId::on_this_thread(seq);
-    OPEN.lock().expect("open").push(s);
-    SCOPES.lock().expect("scopes").push((true, s));
-}
-fn exit() {
-    let s = OPEN
-        .lock()
-        .expect("open")
-        .pop()
-        .expect("an exit for every enter");
-    SCOPES.lock().expect("scopes").push((false, s));
-}
-static HOOK: ScopeHook = ScopeHook { enter, exit };
 
 /// Two blocks of `linear` → `relu`, as a model holds them.
 struct Mlp {
@@ -133,7 +111,7 @@ fn traced_modules_are_nested_annotations_that_reach_the_scope_hook() {
     assert_eq!(diff, 0.0);
 
     session::start(ProfileOptions::default().device_tracer_level(0), None).expect("start");
-    tracer::set_scope_hook(Some(&HOOK));
+    tracer::set_scope_hook(Some(&scope_hook::HOOK));
     for step in 0..2 {
         let _t = trace!("Train", step_num = step);
         model.forward(&xs).expect("forward");
@@ -164,7 +142,7 @@ fn traced_modules_are_nested_annotations_that_reach_the_scope_hook() {
 
     // Every annotation, the wrappers' included, was entered and exited through the
     // hook in nesting order: 2 steps × 7 annotations.
-    let scopes = std::mem::take(&mut *SCOPES.lock().expect("scopes"));
+    let scopes = scope_hook::take();
     assert_eq!(scopes.len(), 2 * 7 * 2, "{scopes:?}");
     let mut stack = Vec::new();
     for (is_enter, id) in scopes {

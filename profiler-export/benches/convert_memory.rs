@@ -7,12 +7,10 @@
 //! `cargo bench -p profiler-export --bench convert_memory`
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
+use prof_test_support::spaces;
 use profiler_core::xspace::XSpace;
 use profiler_export::{convert, xplane, ExportFormat};
 
@@ -68,14 +66,14 @@ fn measure(name: &str, space: &XSpace) {
 
 /// `n` events on one line, in reverse order: the walk sorts them.
 fn one_unsorted_line(n: usize) -> XSpace {
-    let mut space = support::large_space(n, 1);
+    let mut space = spaces::large_space(n, 1);
     space.planes[0].lines[0].events.reverse();
     space
 }
 
 /// `n` host names of a few letters each.
 fn hostnames(n: usize) -> XSpace {
-    let mut space = support::space();
+    let mut space = spaces::space();
     space.hostnames = (0..n).map(|i| format!("h{i}")).collect();
     space
 }
@@ -90,7 +88,7 @@ fn main() {
     }
     measure(
         "4M events, half with a stat",
-        &support::large_space(4_000_000, 4),
+        &spaces::large_space(4_000_000, 4),
     );
     measure(
         "4M events on one unsorted line",
@@ -100,6 +98,6 @@ fn main() {
     // Every event on a lane of its own: each lane used to cost about 1.9 KB.
     measure(
         "1M events overlapping without nesting",
-        &support::staircase(1_000_000),
+        &spaces::staircase(1_000_000),
     );
 }

@@ -6,11 +6,9 @@
 //! `cargo bench -p profiler-export --bench export_memory`
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::time::Instant;
 
+use prof_test_support::spaces;
 use profiler_export::formats::{self, ExportFormat};
 
 const EVENTS: usize = 10_000_000;
@@ -43,7 +41,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let space = support::large_space(EVENTS, 4);
+    let space = spaces::large_space(EVENTS, 4);
     let dir = tempfile::tempdir().unwrap();
     println!(
         "profile of {EVENTS} events in memory: {} MiB resident",

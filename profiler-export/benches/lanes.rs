@@ -10,32 +10,11 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use profiler_core::schema;
-use profiler_core::xspace::{PlaneBuilder, XEvent, XLine, XSpace};
+use prof_test_support::spaces;
 use profiler_export::perfetto;
 use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
 const EVENTS: i64 = 1_000_000;
-
-/// Slice `i` covers [i µs, (i + EVENTS) µs).
-fn staircase() -> XSpace {
-    let mut plane = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
-    let name = plane.event_metadata_id("step");
-    let events = (0..EVENTS)
-        .map(|i| XEvent::new(name, i * 1_000_000, EVENTS * 1_000_000))
-        .collect();
-    plane.add_line(XLine {
-        id: 1,
-        name: "overlapping".into(),
-        events,
-        ..XLine::default()
-    });
-    XSpace {
-        planes: vec![plane.build()],
-        hostnames: vec!["bench".into()],
-        ..XSpace::default()
-    }
-}
 
 /// Visits everything and keeps nothing, so only the walk is measured.
 struct Discard;
@@ -63,7 +42,8 @@ impl<'a> Visitor<'a> for Discard {
 }
 
 fn lanes(c: &mut Criterion) {
-    let space = staircase();
+    // Slice `i` covers [i µs, (i + EVENTS) µs).
+    let space = spaces::staircase(EVENTS);
     let mut g = c.benchmark_group("overlapping_1M_events");
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(10));

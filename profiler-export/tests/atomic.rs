@@ -4,17 +4,11 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
+// Held by every test here: `remove_temporaries` is process-wide and would remove
+// another test's temporary file in the middle of its write.
+use prof_test_support::serial;
 use profiler_export::atomic::{remove_temporaries, write_atomic, write_streaming};
-
-/// Held by every test here: `remove_temporaries` is process-wide and would remove
-/// another test's temporary file in the middle of its write.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The name the old writer used for its temporary file: `.NAME.tmp-PID`.
 fn predictable_temporary(path: &Path) -> std::path::PathBuf {

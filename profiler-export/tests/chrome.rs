@@ -1,21 +1,21 @@
 //! The Chrome JSON trace, parsed back: names, nesting, counters and flows. CI also
 //! loads it with the Chrome DevTools trace engine.
 
-mod support;
-
 use std::collections::HashMap;
 use std::io::Read;
 
+use prof_test_support::spaces;
+use profiler_core::schema;
 use profiler_export::chrome;
 use serde_json::Value;
 
 fn events() -> Vec<Value> {
     let mut bytes = Vec::new();
-    chrome::write_to(&support::space(), &mut bytes).expect("write");
+    chrome::write_to(&spaces::space(), &mut bytes).expect("write");
     let doc: Value = serde_json::from_slice(&bytes).expect("valid JSON");
     assert_eq!(
         doc["otherData"]["profile_start_unix_ns"],
-        support::START_UNIX_NS
+        spaces::START_UNIX_NS
     );
     doc["traceEvents"].as_array().expect("traceEvents").clone()
 }
@@ -35,13 +35,13 @@ fn every_event_is_named_and_counted_once() {
         .iter()
         .filter(|e| e["ph"] == "X" || e["ph"] == "I")
         .collect();
-    assert_eq!(slices.len() as u64, support::SLICES);
+    assert_eq!(slices.len() as u64, spaces::SLICES);
     let total: i64 = slices
         .iter()
         .filter(|e| e["ph"] == "X")
         .map(|e| ns(&e["dur"]))
         .sum();
-    assert_eq!(total, support::DURATION_NS);
+    assert_eq!(total, spaces::DURATION_NS);
     let train = slices.iter().find(|e| e["name"] == "Train").expect("Train");
     assert_eq!(ns(&train["ts"]), 1000);
     assert_eq!(train["args"]["step_num"], 3);
@@ -102,9 +102,9 @@ fn threads_counters_and_flows() {
     assert_eq!(
         counters,
         [
-            ("memory".to_owned(), Some(1.0)),
-            ("memory".to_owned(), Some(3.0)),
-            ("memory".to_owned(), Some(2.0))
+            (schema::HOST_BYTES_IN_USE.to_owned(), Some(1.0)),
+            (schema::HOST_BYTES_IN_USE.to_owned(), Some(3.0)),
+            (schema::HOST_BYTES_IN_USE.to_owned(), Some(2.0))
         ]
     );
     let ids = |ph: &str| {
@@ -116,7 +116,7 @@ fn threads_counters_and_flows() {
         v.sort();
         v
     };
-    assert_eq!(ids("s").len() as u64, support::FLOWS);
+    assert_eq!(ids("s").len() as u64, spaces::FLOWS);
     assert_eq!(ids("s"), ids("f"));
     // Viewers key a flow by category, name and id: the launch (host) to kernel
     // (device) flow has one category at both ends.
@@ -136,7 +136,7 @@ fn threads_counters_and_flows() {
 fn gzip_by_extension() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join(format!("h.{}", chrome::EXTENSION_GZ));
-    chrome::write(&support::space(), &path).expect("write");
+    chrome::write(&spaces::space(), &path).expect("write");
     let mut json = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("open"))
         .read_to_string(&mut json)

@@ -1,11 +1,10 @@
 //! Converting logdirs written by anyone into the other formats.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use prof_test_support::spaces;
 use profiler_core::ErrorKind;
 use profiler_export::convert::{convert, convert_all, find_xplanes, ConvertOptions};
 use profiler_export::{xplane, ExportFormat};
@@ -15,8 +14,8 @@ fn a_logdir_converts_beside_each_host_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = dir.path().join("plugins/profile/2026_11_20_10_00_00");
     std::fs::create_dir_all(&run).expect("mkdir");
-    xplane::write(&run.join("a.xplane.pb"), &support::space()).expect("write a");
-    xplane::write(&run.join("b.xplane.pb"), &support::space()).expect("write b");
+    xplane::write(&run.join("a.xplane.pb"), &spaces::space()).expect("write a");
+    xplane::write(&run.join("b.xplane.pb"), &spaces::space()).expect("write b");
     std::fs::write(run.join("notes.txt"), "not a profile").expect("write");
     assert_eq!(find_xplanes(dir.path()).expect("found").len(), 2);
 
@@ -47,14 +46,14 @@ fn a_logdir_converts_beside_each_host_file() {
     assert!(done
         .iter()
         .all(|c| c.output.parent() == Some(run.as_path())));
-    assert!(done.iter().all(|c| c.totals.slices == support::SLICES));
+    assert!(done.iter().all(|c| c.totals.slices == spaces::SLICES));
 }
 
 #[test]
 fn an_output_directory_and_bad_inputs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("h.xplane.pb");
-    xplane::write(&file, &support::space()).expect("write");
+    xplane::write(&file, &spaces::space()).expect("write");
     let out = dir.path().join("out");
     std::fs::create_dir(&out).expect("mkdir");
     let done = convert(&file, &[ExportFormat::ChromeJsonGz], Some(&out)).expect("converted");
@@ -80,7 +79,7 @@ fn logdir(dir: &Path, runs: &[&str], hosts: &[&str]) -> Vec<PathBuf> {
         std::fs::create_dir_all(&run).expect("mkdir");
         for host in hosts {
             let file = run.join(format!("{host}.xplane.pb"));
-            xplane::write(&file, &support::space()).expect("write");
+            xplane::write(&file, &spaces::space()).expect("write");
             files.push(file);
         }
     }
@@ -190,7 +189,7 @@ fn runs_keep_apart_under_an_output_directory() {
     logdir(&logs, &["run1", "run2"], &["worker_0"]);
     // Tell the runs apart by their contents.
     let second = logs.join("plugins/profile/run2/worker_0.xplane.pb");
-    let mut space = support::space();
+    let mut space = spaces::space();
     space.hostnames = vec!["second".into()];
     xplane::write(&second, &space).expect("write");
     let out = dir.path().join("out");
@@ -245,7 +244,7 @@ fn two_inputs_for_one_output_are_refused_before_writing() {
 fn asking_for_no_format_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("h.xplane.pb");
-    xplane::write(&file, &support::space()).expect("write");
+    xplane::write(&file, &spaces::space()).expect("write");
     for formats in [&[][..], &[ExportFormat::XPlane][..]] {
         let err = convert(&file, formats, None).expect_err("nothing to write");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
@@ -259,7 +258,7 @@ fn an_empty_profile_is_converted_and_said_to_be_empty() {
     let empty = dir.path().join("zero.xplane.pb");
     std::fs::write(&empty, b"").expect("write");
     let full = dir.path().join("full.xplane.pb");
-    xplane::write(&full, &support::space()).expect("write");
+    xplane::write(&full, &spaces::space()).expect("write");
     let outcomes = convert_all(
         &[empty.clone(), full],
         &[ExportFormat::Perfetto],

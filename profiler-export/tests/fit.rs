@@ -2,8 +2,7 @@
 //! kilobytes here): the file keeps the latest whole steps that fit, or the latest
 //! events when there are no steps, and says what it left out.
 
-mod support;
-
+use prof_test_support::spaces;
 use profiler_core::schema;
 use profiler_core::xspace::{PlaneBuilder, XEvent, XEventData, XLine, XSpace, XStatValue};
 use profiler_core::{ErrorKind, Profile};
@@ -30,7 +29,7 @@ fn events_only(n: i64) -> XSpace {
             ..XLine::default()
         });
     }
-    let mut space = support::space();
+    let mut space = spaces::space();
     space.planes[0] = plane.build();
     space.planes.truncate(1); // the host plane only
     space
@@ -129,7 +128,7 @@ fn a_foreign_space_without_a_task_environment_gets_one_with_the_stats() {
 fn a_profile_that_fits_is_written_whole_and_unchanged() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("host.xplane.pb");
-    let mut profile = Profile::new(support::space());
+    let mut profile = Profile::new(spaces::space());
     let written = fit::write_xplane(&path, &mut profile, 1 << 20).expect("written");
     assert_eq!(written, fit::Written::default());
     assert_eq!(&xplane::read(&path).expect("read"), profile.xspace());

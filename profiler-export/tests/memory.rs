@@ -4,11 +4,10 @@
 //! child process, whose peak resident set (`VmHWM`, Linux) starts clean.
 #![allow(clippy::print_stdout)] // the child reports to the parent on stdout
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
+use prof_test_support::spaces;
 use profiler_export::{convert, xplane, ExportFormat};
 
 const CHILD: &str = "PROF_MEMORY_TEST_CHILD";
@@ -20,13 +19,18 @@ fn status_kib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Run as the child (the environment names the input): converts it and prints how
-/// many KiB the peak grew by.
+/// Not a test of its own, so ignored: [`peak_per_input_byte`] runs it alone in a child
+/// process (`--ignored --exact`), with [`CHILD`] naming the input. It converts the input
+/// and prints how many KiB the peak grew by.
 #[test]
+#[ignore = "the child process of the peak-memory tests here, run by them"]
 fn child_converts() {
-    let Some(input) = std::env::var_os(CHILD) else {
-        return;
-    };
+    let input = std::env::var_os(CHILD).unwrap_or_else(|| {
+        panic!(
+            "not a test: the peak-memory tests run it as their child process, with {CHILD} \
+             naming the input"
+        )
+    });
     let before = status_kib("VmRSS:").expect("VmRSS");
     let out = tempfile::tempdir().expect("tempdir");
     let formats = [ExportFormat::Perfetto];
@@ -37,17 +41,16 @@ fn child_converts() {
 
 /// Converts `space`'s file to Perfetto in a child process and returns the bytes its
 /// peak resident set grew by per byte of the file; `None` where that cannot be read
-/// (not Linux, or this is the child).
+/// (not Linux).
 fn peak_per_input_byte(space: &profiler_core::xspace::XSpace) -> Option<f64> {
-    if status_kib("VmHWM:").is_none() || std::env::var_os(CHILD).is_some() {
-        return None;
-    }
+    status_kib("VmHWM:")?;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("big.xplane.pb");
     xplane::write(&path, space).expect("write");
     let bytes = std::fs::metadata(&path).expect("meta").len();
     let out = Command::new(std::env::current_exe().expect("test binary"))
         .args([
+            "--ignored",
             "--exact",
             "child_converts",
             "--nocapture",
@@ -74,7 +77,7 @@ fn peak_per_input_byte(space: &profiler_core::xspace::XSpace) -> Option<f64> {
 
 #[test]
 fn converting_takes_less_than_four_times_the_file() {
-    let Some(per_byte) = peak_per_input_byte(&support::large_space(400_000, 4)) else {
+    let Some(per_byte) = peak_per_input_byte(&spaces::large_space(400_000, 4)) else {
         return;
     };
     assert!(per_byte < 4.0, "{per_byte:.2} bytes per input byte");
@@ -84,7 +87,7 @@ fn converting_takes_less_than_four_times_the_file() {
 /// sequence of each took about 1.9 KB per event (a hundred times the file's 18 bytes).
 #[test]
 fn a_line_that_overlaps_itself_converts_in_a_few_times_the_file() {
-    let Some(per_byte) = peak_per_input_byte(&support::staircase(300_000)) else {
+    let Some(per_byte) = peak_per_input_byte(&spaces::staircase(300_000)) else {
         return;
     };
     assert!(per_byte < 7.0, "{per_byte:.2} bytes per input byte");

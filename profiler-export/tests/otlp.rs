@@ -1,8 +1,6 @@
 //! OTLP export against in-process receivers: the id, parent and timestamp rules, both
 //! protocols, and bounded failures. CI also sends to a real collector (rotel).
 
-mod support;
-
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -17,6 +15,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::trace::v1::Span;
+use prof_test_support::spaces;
 use profiler_core::ErrorKind;
 use profiler_export::otlp::{self, OtlpOptions, Protocol};
 use prost::Message;
@@ -138,14 +137,14 @@ fn attr<'s>(span: &'s Span, key: &str) -> Option<&'s Value> {
 
 fn check_spans(requests: &[ExportTraceServiceRequest]) {
     let spans = spans(requests);
-    assert_eq!(spans.len() as u64, support::SLICES);
+    assert_eq!(spans.len() as u64, spaces::SLICES);
     let by_id: HashMap<_, _> = spans.iter().map(|s| (s.span_id.clone(), s)).collect();
     assert_eq!(by_id.len(), spans.len(), "span ids are unique");
     for s in &spans {
         assert_eq!(s.trace_id.len(), 16, "{}", s.name);
         assert_eq!(s.span_id.len(), 8, "{}", s.name);
         assert!(s.trace_id.iter().any(|&b| b != 0) && s.span_id.iter().any(|&b| b != 0));
-        assert!(s.start_time_unix_nano >= support::START_UNIX_NS);
+        assert!(s.start_time_unix_nano >= spaces::START_UNIX_NS);
         assert!(s.end_time_unix_nano >= s.start_time_unix_nano);
         if !s.parent_span_id.is_empty() {
             let parent = by_id[&s.parent_span_id];
@@ -161,8 +160,8 @@ fn check_spans(requests: &[ExportTraceServiceRequest]) {
     let named = |n: &str| *spans.iter().find(|s| s.name == n).as_ref().expect(n);
     let train = named("Train");
     assert!(train.parent_span_id.is_empty());
-    assert_eq!(train.start_time_unix_nano, support::START_UNIX_NS + 1000);
-    assert_eq!(train.end_time_unix_nano, support::START_UNIX_NS + 2000);
+    assert_eq!(train.start_time_unix_nano, spaces::START_UNIX_NS + 1000);
+    assert_eq!(train.end_time_unix_nano, spaces::START_UNIX_NS + 2000);
     assert_eq!(attr(train, "step_num"), Some(&Value::IntValue(3)));
     assert_eq!(
         attr(train, "thread.name"),
@@ -212,8 +211,8 @@ fn grpc_export_keeps_ids_parents_and_times() {
     let options = OtlpOptions::new(format!("http://{addr}"))
         .service_name("trainer")
         .batch_size(5);
-    let report = otlp::export(&support::space(), &options).expect("export");
-    assert_eq!(report.spans, support::SLICES);
+    let report = otlp::export(&spaces::space(), &options).expect("export");
+    assert_eq!(report.spans, spaces::SLICES);
     assert_eq!(report.requests, 3, "12 spans in batches of 5");
     // Top-level events: Train, dequeue, orphan, overlap_a, overlap_b (its own lane),
     // gemm_kernel and stream_sync.
@@ -224,7 +223,7 @@ fn grpc_export_keeps_ids_parents_and_times() {
         .into_iter()
         .map(|s| s.span_id)
         .collect();
-    otlp::export(&support::space(), &options).expect("again");
+    otlp::export(&spaces::space(), &options).expect("again");
     let all = spans(&received.lock().expect("lock"));
     let second: Vec<_> = all[first.len()..]
         .iter()
@@ -239,8 +238,8 @@ fn http_protobuf_export_posts_to_v1_traces() {
     let options = OtlpOptions::new(format!("http://{addr}"))
         .protocol(Protocol::HttpProtobuf)
         .service_name("trainer");
-    let report = otlp::export(&support::space(), &options).expect("export");
-    assert_eq!(report.spans, support::SLICES);
+    let report = otlp::export(&spaces::space(), &options).expect("export");
+    assert_eq!(report.spans, spaces::SLICES);
     let got = receiver.join().expect("receiver");
     assert_eq!(got[0].0, "/v1/traces");
     let requests: Vec<_> = got.into_iter().map(|(_, r)| r).collect();
@@ -259,7 +258,7 @@ fn an_unreachable_collector_is_a_prompt_named_error() {
             .protocol(protocol)
             .timeout(Duration::from_secs(3));
         let began = Instant::now();
-        let err = otlp::export(&support::space(), &options).expect_err("nobody listens");
+        let err = otlp::export(&spaces::space(), &options).expect_err("nobody listens");
         assert!(
             matches!(
                 err.kind(),
@@ -292,6 +291,6 @@ fn a_silent_collector_hits_the_deadline() {
     let options = OtlpOptions::new(format!("http://{addr}"))
         .protocol(Protocol::HttpProtobuf)
         .timeout(Duration::from_millis(500));
-    let err = otlp::export(&support::space(), &options).expect_err("no answer");
+    let err = otlp::export(&spaces::space(), &options).expect_err("no answer");
     assert_eq!(err.kind(), ErrorKind::DeadlineExceeded, "{err}");
 }

@@ -1,16 +1,15 @@
 //! The Perfetto trace, read back with the same schema: the rules the trace processor
 //! applies. CI also decodes it with Perfetto's own `perfetto_trace_pb2`.
 
-mod support;
-
 use std::collections::{HashMap, HashSet};
 
+use prof_test_support::spaces;
 use profiler_export::perfetto::{self, proto};
 use prost::Message;
 
 fn trace() -> (proto::Trace, profiler_export::timeline::Totals) {
     let mut bytes = Vec::new();
-    let totals = perfetto::write_to(&support::space(), &mut bytes).expect("write");
+    let totals = perfetto::write_to(&spaces::space(), &mut bytes).expect("write");
     (
         proto::Trace::decode(bytes.as_slice()).expect("a Trace"),
         totals,
@@ -149,7 +148,7 @@ fn slices_balance_flows_pair_and_counters_have_values() {
         p.note_defaults(&mut defaults);
         let Some(e) = &p.track_event else { continue };
         let ts = p.timestamp.expect("timestamp");
-        assert!(ts >= support::START_UNIX_NS, "absolute Unix nanoseconds");
+        assert!(ts >= spaces::START_UNIX_NS, "absolute Unix nanoseconds");
         let track = p.event_track(&defaults).expect("track");
         match e.r#type.expect("type") {
             proto::TYPE_SLICE_BEGIN => open.entry(track).or_default().push(ts),
@@ -175,12 +174,12 @@ fn slices_balance_flows_pair_and_counters_have_values() {
         open.values().all(Vec::is_empty),
         "unclosed slices: {open:?}"
     );
-    assert_eq!(slices, support::SLICES);
+    assert_eq!(slices, spaces::SLICES);
     assert_eq!(slices, totals.slices);
-    assert_eq!(duration_ns, support::DURATION_NS);
-    assert_eq!(counters, support::COUNTER_SAMPLES);
+    assert_eq!(duration_ns, spaces::DURATION_NS);
+    assert_eq!(counters, spaces::COUNTER_SAMPLES);
     assert_eq!(outs, ins);
-    assert_eq!(outs.len() as u64, support::FLOWS);
+    assert_eq!(outs.len() as u64, spaces::FLOWS);
 }
 
 #[test]
@@ -232,7 +231,7 @@ fn processes_threads_and_names_come_through() {
                 .is_some_and(|e| e.name_iid == Some(1))
         })
         .expect("first event");
-    assert_eq!(step.timestamp, Some(support::START_UNIX_NS + 1000));
+    assert_eq!(step.timestamp, Some(spaces::START_UNIX_NS + 1000));
     let annotation = &step.track_event.as_ref().expect("event").debug_annotations[0];
     assert_eq!(annotation.value, Some(proto::AnnotationValue::Int(3)));
 }
@@ -241,10 +240,10 @@ fn processes_threads_and_names_come_through() {
 fn written_atomically_and_errors_name_the_path() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.pftrace");
-    let totals = perfetto::write(&support::space(), &path).expect("write");
-    assert_eq!(totals.slices, support::SLICES);
+    let totals = perfetto::write(&spaces::space(), &path).expect("write");
+    assert_eq!(totals.slices, spaces::SLICES);
     assert!(proto::Trace::decode(std::fs::read(&path).expect("read").as_slice()).is_ok());
-    let err = perfetto::write(&support::space(), &dir.path().join("no/such/t.pftrace"))
+    let err = perfetto::write(&spaces::space(), &dir.path().join("no/such/t.pftrace"))
         .expect_err("missing directory");
     assert!(err.to_string().contains("no/such"), "{err}");
 }

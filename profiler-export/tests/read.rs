@@ -2,12 +2,11 @@
 //! refuses what is not a regular file or is too large, names the file in every error,
 //! and keeps lists a hostile file can inflate short.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use prof_test_support::spaces;
 use profiler_core::xspace::XSpace;
 use profiler_core::ErrorKind;
 use profiler_export::convert::convert;
@@ -41,9 +40,9 @@ fn unknown_fields(field: u32) -> Vec<u8> {
 #[test]
 fn reads_what_prost_decodes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut unsorted = support::space();
+    let mut unsorted = spaces::space();
     unsorted.planes[0].lines[0].events.reverse();
-    for (i, space) in [support::space(), support::large_space(2000, 3), unsorted]
+    for (i, space) in [spaces::space(), spaces::large_space(2000, 3), unsorted]
         .iter()
         .enumerate()
     {
@@ -63,7 +62,7 @@ fn reads_what_prost_decodes() {
 #[test]
 fn every_prefix_of_a_file_reads_as_prost_decodes_it_or_fails_naming_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bytes = support::space().encode_to_vec();
+    let bytes = spaces::space().encode_to_vec();
     for n in 0..bytes.len() {
         let path = write_bytes(dir.path(), "cut.xplane.pb", &bytes[..n]);
         let prost = XSpace::decode(&bytes[..n]);
@@ -98,7 +97,7 @@ fn lengths_past_the_end_fail_without_allocating_them() {
 #[test]
 fn host_names_errors_and_warnings_are_capped() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut space = support::space();
+    let mut space = spaces::space();
     space.hostnames = (0..1000).map(|i| format!("h{i}")).collect();
     space.errors = vec!["e".into(); 100];
     let path = dir.path().join("many.xplane.pb");
@@ -119,7 +118,7 @@ fn host_names_errors_and_warnings_are_capped() {
 fn files_over_the_limit_are_refused_naming_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("big.xplane.pb");
-    xplane::write(&path, &support::space()).expect("write");
+    xplane::write(&path, &spaces::space()).expect("write");
     let len = std::fs::metadata(&path).expect("meta").len();
     let limits = ReadLimits::default().max_bytes(len - 1);
     let err = xplane::read_with(&path, &limits).expect_err("over the limit");
@@ -173,10 +172,10 @@ fn special_files_are_refused_at_once() {
 fn a_lazy_walk_writes_what_the_decoded_space_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = tempfile::tempdir().expect("tempdir");
-    let mut unsorted = support::space();
+    let mut unsorted = spaces::space();
     unsorted.planes[0].lines[0].events.reverse();
     unsorted.planes[0].lines[1].events.reverse();
-    for (i, space) in [support::space(), unsorted, support::large_space(5000, 2)]
+    for (i, space) in [spaces::space(), unsorted, spaces::large_space(5000, 2)]
         .iter()
         .enumerate()
     {
@@ -315,22 +314,22 @@ fn unknown_groups_anywhere_are_skipped_as_protobuf_skips_them() {
     assert!(lazy.read_warnings().is_empty());
 
     // The case: a real file with one group appended.
-    let mut real = support::space().encode_to_vec();
+    let mut real = spaces::space().encode_to_vec();
     real.extend(group(50, 1));
     let path = write_bytes(dir.path(), "appended.xplane.pb", &real);
-    assert_eq!(xplane::read(&path).expect("read"), support::space());
+    assert_eq!(xplane::read(&path).expect("read"), spaces::space());
     // Nested as deep as protobuf allows (100 levels).
-    let mut deep = support::space().encode_to_vec();
+    let mut deep = spaces::space().encode_to_vec();
     deep.extend(group(50, 100));
     let path = write_bytes(dir.path(), "deep.xplane.pb", &deep);
-    assert_eq!(xplane::read(&path).expect("read"), support::space());
+    assert_eq!(xplane::read(&path).expect("read"), spaces::space());
 }
 
 /// What protobuf refuses, the reader refuses, naming the file and the fault.
 #[test]
 fn broken_groups_and_wire_types_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let seed = support::space().encode_to_vec();
+    let seed = spaces::space().encode_to_vec();
     let cases: [(&str, Vec<u8>, &str); 6] = [
         (
             "stray",

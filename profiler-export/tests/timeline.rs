@@ -1,10 +1,10 @@
 //! The walk every exporter shares: nesting, lanes, flows, counters and time.
 
-mod support;
-
 use std::collections::HashMap;
 use std::convert::Infallible;
 
+use prof_test_support::spaces;
+use profiler_core::schema;
 use profiler_core::xspace::XSpace;
 use profiler_export::timeline::{Arg, CounterTrack, Process, Slice, Thread, Timeline, Visitor};
 
@@ -114,13 +114,13 @@ fn find<'l>(log: &'l Log, name: &str) -> &'l Seen {
 
 #[test]
 fn every_event_once_with_totals_and_balanced_ends() {
-    let space = support::space();
+    let space = spaces::space();
     let (log, totals) = walk(&space);
-    assert_eq!(totals.slices, support::SLICES);
-    assert_eq!(log.slices.len() as u64, support::SLICES);
-    assert_eq!(totals.duration_ps, i128::from(support::DURATION_NS) * 1000);
-    assert_eq!(totals.counter_samples, support::COUNTER_SAMPLES);
-    assert_eq!(totals.flows, support::FLOWS);
+    assert_eq!(totals.slices, spaces::SLICES);
+    assert_eq!(log.slices.len() as u64, spaces::SLICES);
+    assert_eq!(totals.duration_ps, i128::from(spaces::DURATION_NS) * 1000);
+    assert_eq!(totals.counter_samples, spaces::COUNTER_SAMPLES);
+    assert_eq!(totals.flows, spaces::FLOWS);
     let instants = log.slices.iter().filter(|s| s.dur_ns == 0).count();
     assert_eq!(log.ends, log.slices.len() - instants);
     assert!(log.open.values().all(Vec::is_empty));
@@ -131,9 +131,9 @@ fn every_event_once_with_totals_and_balanced_ends() {
 
 #[test]
 fn times_are_rebased_on_the_wall_clock_start() {
-    let space = support::space();
+    let space = spaces::space();
     let timeline = Timeline::new(&space);
-    assert_eq!(timeline.origin().unix_ns, support::START_UNIX_NS as i64);
+    assert_eq!(timeline.origin().unix_ns, spaces::START_UNIX_NS as i64);
     let (log, _) = walk(&space);
     // Lines start 1000 ns (main) and 1500 ns (GPU) after the profile start.
     assert_eq!(find(&log, "Train").start_ns, 1000);
@@ -141,20 +141,20 @@ fn times_are_rebased_on_the_wall_clock_start() {
     assert_eq!(find(&log, "gemm_kernel").start_ns, 1500);
     assert_eq!(
         timeline.origin().to_unix_ns(1_100_000),
-        support::START_UNIX_NS as i64 + 1100
+        spaces::START_UNIX_NS as i64 + 1100
     );
 }
 
 #[test]
 fn absolute_lines_from_older_producers_are_rebased() {
-    let mut space = support::space();
+    let mut space = spaces::space();
     space.planes.retain(|p| p.name != "Task Environment");
     for line in space.planes.iter_mut().flat_map(|p| &mut p.lines) {
-        line.timestamp_ns += support::START_UNIX_NS as i64;
+        line.timestamp_ns += spaces::START_UNIX_NS as i64;
     }
     let origin = Timeline::new(&space).origin();
     // The earliest line (main, at +1000 ns) becomes the origin.
-    assert_eq!(origin.unix_ns, support::START_UNIX_NS as i64 + 1000);
+    assert_eq!(origin.unix_ns, spaces::START_UNIX_NS as i64 + 1000);
     let (log, _) = walk(&space);
     assert_eq!(find(&log, "Train").start_ns, 0);
     assert_eq!(find(&log, "gemm_kernel").start_ns, 500);
@@ -162,7 +162,7 @@ fn absolute_lines_from_older_producers_are_rebased() {
 
 #[test]
 fn nesting_gives_parents_and_roots() {
-    let (log, _) = walk(&support::space());
+    let (log, _) = walk(&spaces::space());
     let train = find(&log, "Train");
     assert_eq!(train.parent, None);
     assert_eq!(train.root, train.seq);
@@ -177,7 +177,7 @@ fn nesting_gives_parents_and_roots() {
 
 #[test]
 fn partial_overlaps_move_to_another_lane_unclipped() {
-    let (log, _) = walk(&support::space());
+    let (log, _) = walk(&spaces::space());
     let a = find(&log, "overlap_a");
     let b = find(&log, "overlap_b");
     assert_eq!(a.thread, "io");
@@ -196,7 +196,7 @@ fn partial_overlaps_move_to_another_lane_unclipped() {
 
 #[test]
 fn thread_ids_are_unique_across_planes() {
-    let mut space = support::space();
+    let mut space = spaces::space();
     // A GPU stream numbered like the host's main thread.
     space.planes[1].lines[0].id = 1;
     let (log, _) = walk(&space);
@@ -208,7 +208,7 @@ fn thread_ids_are_unique_across_planes() {
 
 #[test]
 fn flows_join_both_ends_only() {
-    let (log, _) = walk(&support::space());
+    let (log, _) = walk(&spaces::space());
     let send = find(&log, "enqueue");
     let recv = find(&log, "dequeue");
     assert_eq!(send.flows_out.len(), 1);
@@ -220,12 +220,12 @@ fn flows_join_both_ends_only() {
     assert_ne!(launch.flows_out, send.flows_out);
     assert!(find(&log, "orphan").flows_out.is_empty());
     // A link whose end is an instant is no flow: nothing to attach the arrow to.
-    let mut space = support::space();
+    let mut space = spaces::space();
     let worker = &mut space.planes[0].lines[1];
     worker.events[0].duration_ps = 0; // dequeue, the consumer
     let (log, totals) = walk(&space);
     assert!(find(&log, "enqueue").flows_out.is_empty());
-    assert_eq!(totals.flows, support::FLOWS - 1);
+    assert_eq!(totals.flows, spaces::FLOWS - 1);
     // Link stats become flows, not arguments; the rest are arguments.
     assert!(send.args.is_empty(), "{:?}", send.args);
     let train = find(&log, "Train");
@@ -234,19 +234,22 @@ fn flows_join_both_ends_only() {
 
 #[test]
 fn counters_become_tracks_of_samples_in_order() {
-    let (log, _) = walk(&support::space());
-    assert_eq!(log.tracks, ["memory"]);
+    let (log, _) = walk(&spaces::space());
+    assert_eq!(log.tracks, [schema::HOST_BYTES_IN_USE]);
     let samples: Vec<_> = log.counters.iter().map(|c| (c.1, c.2)).collect();
     assert_eq!(samples, [(1000, 1.0), (1500, 3.0), (1900, 2.0)]);
-    assert!(log.slices.iter().all(|s| s.name != "memory"));
+    assert!(log
+        .slices
+        .iter()
+        .all(|s| s.name != schema::HOST_BYTES_IN_USE));
 }
 
 #[test]
 fn unsorted_lines_are_walked_in_order() {
-    let mut space = support::space();
+    let mut space = spaces::space();
     space.planes[0].lines[0].events.reverse();
     let (log, totals) = walk(&space);
-    assert_eq!(totals.slices, support::SLICES);
+    assert_eq!(totals.slices, spaces::SLICES);
     assert_eq!(find(&log, "forward").parent, Some(find(&log, "Train").seq));
 }
 

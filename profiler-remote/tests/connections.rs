@@ -11,10 +11,11 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use prof_test_support::serial;
 use profiler_remote::client::{self, CaptureRequest};
 use profiler_remote::server::{Limits, ServerBuilder};
 use support::{
-    eventually, open_fds, raw_client_timeout, runtime, serial, serve, serve_with, xprof_like,
+    eventually, open_fds, raw_client_timeout, runtime, serve, serve_with, xprof_like,
 };
 
 fn limited(max_connections: usize, idle_timeout: Duration) -> ServerBuilder {
@@ -251,11 +252,13 @@ fn accepting_backs_off_when_out_of_descriptors() {
 }
 
 #[test]
-#[ignore = "run by accepting_backs_off_when_out_of_descriptors, under a small ulimit"]
+#[ignore = "a child process of accepting_backs_off_when_out_of_descriptors, run by it under a small ulimit"]
 fn idle_connections_child() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD).is_some(),
+        "not a test: accepting_backs_off_when_out_of_descriptors runs it as its child \
+         process, under a small ulimit, with {CHILD} set"
+    );
     let (_server, addr) = serve();
     // Files the program opens after the server started (a data loader's), which the
     // server's estimate of its room did not count: it learns of them when `accept`
@@ -275,12 +278,16 @@ fn idle_connections_child() {
     drop(files);
 }
 
+/// Not a test of its own, so ignored: the child process of
+/// [`accepting_backs_off_when_out_of_descriptors`].
 #[test]
-#[ignore = "run by accepting_backs_off_when_out_of_descriptors, under a small ulimit"]
+#[ignore = "a child process of accepting_backs_off_when_out_of_descriptors, run by it under a small ulimit"]
 fn out_of_descriptors_child() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD).is_some(),
+        "not a test: accepting_backs_off_when_out_of_descriptors runs it as its child \
+         process, under a small ulimit, with {CHILD} set"
+    );
     let (_server, addr) = serve();
     let stat = std::fs::File::open("/proc/self/stat").expect("stat");
     let mut filler = Vec::new();

@@ -8,11 +8,11 @@ mod support;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use prof_test_support::serial;
 use profiler_remote::proto;
 use profiler_remote::server::{Limits, ServerBuilder, Writes};
 use support::{
-    emitting, raw_client, raw_client_timeout, rss_kib, runtime, serial, serve, serve_with,
-    xprof_like,
+    emitting, raw_client, raw_client_timeout, rss_kib, runtime, serve, serve_with, xprof_like,
 };
 use tonic::Code;
 

@@ -5,10 +5,11 @@
 
 mod support;
 
+use prof_test_support::serial;
 use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured, Connection};
 use profiler_remote::proto;
 use profiler_remote::server::ServerBuilder;
-use support::{raw_client, runtime, serial, serve_with};
+use support::{raw_client, runtime, serve_with};
 use tonic::Code;
 
 fn quick(connection: Connection) -> CaptureRequest {

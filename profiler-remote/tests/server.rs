@@ -2,10 +2,10 @@
 //!
 //! Sessions are process-wide, so every test holds `serial()`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use prof_test_support::serial;
+use prof_test_support::workload::Workload;
 use profiler_core::{schema, session, trace, Profile};
 use profiler_remote::client::{self, CaptureError, CaptureRequest, Captured};
 use profiler_remote::proto;
@@ -14,46 +14,7 @@ use profiler_remote::server;
 use tonic::Code;
 
 mod support;
-use support::{raw_client, runtime, serial, serve, xprof_like};
-
-/// A thread running annotated "training steps" until dropped (at most 60 s).
-struct Workload {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Workload {
-    fn start() -> Workload {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("trainer".into())
-            .spawn(move || {
-                let until = Instant::now() + Duration::from_secs(60);
-                let mut step = 0i64;
-                while !flag.load(Ordering::Relaxed) && Instant::now() < until {
-                    let _s = trace!("Train", step_num = step);
-                    let _w = trace!("work");
-                    std::thread::sleep(Duration::from_millis(2));
-                    step += 1;
-                }
-            })
-            .expect("spawn");
-        Workload {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Workload {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+use support::{raw_client, runtime, serve, xprof_like};
 
 /// Waits (at most 10 s) until `done` holds, without blocking the runtime.
 async fn wait_until(done: impl Fn() -> bool) {

@@ -1,23 +1,13 @@
-//! Helpers the hardening tests share: a serial lock (sessions are process-wide), a
-//! server on loopback, raw clients and requests, and the process's own resources.
+//! Helpers the server's tests share: a server on loopback, raw clients and requests,
+//! and the process's own resources. The serial lock (sessions are process-wide) is
+//! prof-test-support's, which every crate's tests hold.
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use profiler_core::session;
 use profiler_remote::proto;
 use profiler_remote::rpc::profiler_service_client::ProfilerServiceClient;
 use profiler_remote::server::{self, ServerBuilder, ServerHandle};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Holds the process's one session for a test.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = session::stop();
-    guard
-}
 
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

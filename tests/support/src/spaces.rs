@@ -1,5 +1,6 @@
-//! A hand-built space with every shape the exporters handle, and what it contains.
-#![allow(dead_code, unreachable_pub)]
+//! Hand-built spaces whose contents are known: [`space`], every shape the exporters
+//! handle (also a seed of the fuzzers, `fuzz/src/make_seeds.rs`), and two of a given
+//! size for the memory and speed checks, [`large_space`] and [`staircase`].
 
 use profiler_core::schema;
 use profiler_core::xspace::{sort_events, PlaneBuilder, Stats, XEvent, XLine, XSpace, XStatValue};
@@ -31,9 +32,9 @@ fn line(id: i64, name: &str, timestamp_ns: i64, mut events: Vec<XEvent>) -> XLin
     }
 }
 
-/// A host plane (a step with children, a marker, a launch, a cross-thread link, a
-/// partially overlapping pair, counters), a GPU plane with the launched kernel, and the
-/// task environment with the wall-clock start.
+/// A host plane (a step with children, a marker with a bytes field, a launch, a
+/// cross-thread link, a partially overlapping pair, the host memory counter), a GPU
+/// plane with the launched kernel, and the task environment with the wall-clock start.
 pub fn space() -> XSpace {
     let mut host = PlaneBuilder::new(schema::HOST_PLANE_ID, schema::HOST_PLANE);
     let mut step = ev(&mut host, "Train", 0, 1000);
@@ -52,13 +53,16 @@ pub fn space() -> XSpace {
     let mut launch = ev(&mut host, "cuLaunchKernel", 450, 100);
     launch
         .stats
-        .push(host.stat("correlation_id", XStatValue::Uint64(7)));
+        .push(host.stat(schema::CORRELATION_ID, XStatValue::Uint64(7)));
     let mut send = ev(&mut host, "enqueue", 600, 50);
     send.stats
         .push(host.stat(schema::PRODUCER_TYPE, XStatValue::Int64(0)));
     send.stats
         .push(host.stat(schema::PRODUCER_ID, XStatValue::Uint64(42)));
-    let marker = ev(&mut host, "checkpoint", 950, 0);
+    let mut marker = ev(&mut host, "checkpoint", 950, 0);
+    marker
+        .stats
+        .push(host.stat("blob", XStatValue::Bytes(vec![0, 255])));
     let main = line(1, "main", 1000, vec![step, fwd, bwd, launch, send, marker]);
 
     let mut recv = ev(&mut host, "dequeue", 0, 200);
@@ -82,8 +86,9 @@ pub fn space() -> XSpace {
     let overlap = line(3, "io", 2000, vec![a, b]);
 
     let counter = |b: &mut PlaneBuilder, at: i64, v: f64| {
-        let mut e = ev(b, "memory", at, 0);
-        e.stats.push(b.stat("value", XStatValue::Double(v)));
+        let mut e = ev(b, schema::HOST_BYTES_IN_USE, at, 0);
+        e.stats
+            .push(b.stat(schema::COUNTER_VALUE, XStatValue::Double(v)));
         e
     };
     let samples = vec![
@@ -91,7 +96,12 @@ pub fn space() -> XSpace {
         counter(&mut host, 500, 3.0),
         counter(&mut host, 900, 2.0),
     ];
-    let counters = line(4, "_counters_", 1000, samples);
+    let counters = line(
+        i64::from(schema::COUNTERS_LINE_ID),
+        schema::COUNTERS_LINE,
+        1000,
+        samples,
+    );
     host.add_line(main);
     host.add_line(worker);
     host.add_line(overlap);
@@ -101,7 +111,7 @@ pub fn space() -> XSpace {
     let mut kernel = ev(&mut gpu, "gemm_kernel", 0, 100);
     kernel
         .stats
-        .push(gpu.stat("correlation_id", XStatValue::Uint64(7)));
+        .push(gpu.stat(schema::CORRELATION_ID, XStatValue::Uint64(7)));
     kernel.stats.push(gpu.stat(
         "kernel_details",
         XStatValue::Str("regs:32 static_shared:0 dynamic_shared:0 grid:1,1,1 block:128,1,1".into()),

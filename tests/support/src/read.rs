@@ -1,22 +1,10 @@
-//! Helpers shared by profiler-core's integration tests: serialising sessions and
-//! reading events back out of a profile.
-#![allow(dead_code, unreachable_pub)]
-
-use std::sync::Mutex;
+//! Reading a recorded profile back: its host plane, a thread's line, event names and
+//! fields. A missing plane or line panics, naming it: these are test assertions.
 
 use profiler_core::xspace::{XEvent, XLine, XPlane, XStatValue};
-use profiler_core::{schema, session, Profile};
+use profiler_core::{schema, Profile};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Sessions are process-wide: every test that records holds this guard.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // A test that failed mid-session must not fail the next one.
-    let _ = session::stop();
-    guard
-}
-
+/// The host plane.
 pub fn host(profile: &Profile) -> &XPlane {
     profile
         .xspace()
@@ -24,6 +12,7 @@ pub fn host(profile: &Profile) -> &XPlane {
         .expect("host plane")
 }
 
+/// The line named `name` (a thread's name).
 pub fn line<'a>(plane: &'a XPlane, name: &str) -> &'a XLine {
     plane
         .lines
@@ -45,6 +34,7 @@ pub fn my_line(plane: &XPlane) -> &XLine {
     line(plane, &this_thread())
 }
 
+/// An event's name.
 pub fn name<'a>(plane: &'a XPlane, e: &XEvent) -> &'a str {
     plane.event_name(e.metadata_id).expect("metadata")
 }
@@ -65,6 +55,7 @@ pub fn all_names(profile: &Profile) -> Vec<String> {
         .collect()
 }
 
+/// The value of an event's field `key`.
 pub fn stat(plane: &XPlane, e: &XEvent, key: &str) -> Option<XStatValue> {
     plane.find_stat(&e.stats, key).cloned()
 }
