@@ -123,6 +123,14 @@ impl ProfileOptions {
         self
     }
 
+    /// Samples every thread's native call stack `hz` times a second of its CPU time
+    /// (the `advanced_configuration` key [`HOST_SAMPLING_HZ`]); 0, the default, samples
+    /// nothing. The sampler is a tracer of its own (`profiler-sampling`, which the
+    /// `prof` facade registers); see its crate documentation for what it records.
+    pub fn host_sampling_hz(self, hz: u32) -> Self {
+        self.advanced(HOST_SAMPLING_HZ, hz)
+    }
+
     /// Adds one `advanced_configuration` entry.
     pub fn advanced(mut self, key: impl Into<String>, value: impl Into<ConfigValue>) -> Self {
         self.advanced_configuration.insert(key.into(), value.into());
@@ -176,6 +184,7 @@ impl ProfileOptions {
                 (ConfigKind::Bool, ConfigValue::Bool(_)) => true,
                 (ConfigKind::Str, ConfigValue::Str(_)) => true,
                 (ConfigKind::NameList, ConfigValue::Str(s)) => is_name_list(s),
+                (ConfigKind::OneOf(names), ConfigValue::Str(s)) => names.contains(&s.as_str()),
                 _ => false,
             };
             if !ok {
@@ -359,6 +368,8 @@ pub enum ConfigKind {
     Bool,
     /// A string.
     Str,
+    /// One of these strings.
+    OneOf(&'static [&'static str]),
 }
 
 impl fmt::Display for ConfigKind {
@@ -373,6 +384,7 @@ impl fmt::Display for ConfigKind {
             ConfigKind::Limit => "a non-negative integer, or -1 for no limit",
             ConfigKind::Bool => "a bool",
             ConfigKind::Str => "a string",
+            ConfigKind::OneOf(names) => return write!(f, "one of {}", names.join(", ")),
         })
     }
 }
@@ -395,6 +407,14 @@ pub struct ConfigKey {
 pub(crate) fn is_device_key(key: &str) -> bool {
     CONFIG_KEYS.iter().any(|k| k.name == key && k.device)
 }
+
+/// The `advanced_configuration` key of [`ProfileOptions::host_sampling_hz`]: samples
+/// of every thread's native stack per second of its CPU time; 0 (the default) is off.
+pub const HOST_SAMPLING_HZ: &str = "host_sampling_hz";
+
+/// The `advanced_configuration` key choosing how stacks are sampled: `auto` (the
+/// default: `perf_event_open`, else CPU-time timers), `perf` or `timer`.
+pub const HOST_SAMPLING_BACKEND: &str = "host_sampling_backend";
 
 /// Every accepted `advanced_configuration` key. The GPU keys are named as JAX and TSL
 /// name them; they are read by a device tracer (CUPTI's) and ignored, with a warning in
@@ -466,6 +486,18 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         doc: "profile GPUs 0..N-1 only, as TSL does; 0 (the default) or more than there are means all of them",
         device: true,
     },
+    ConfigKey {
+        name: HOST_SAMPLING_HZ,
+        kind: ConfigKind::Range(0, 10_000),
+        doc: "sample every thread's native call stack this many times per second of its CPU time (Linux; build with frame pointers); 0, the default, is off",
+        device: false,
+    },
+    ConfigKey {
+        name: HOST_SAMPLING_BACKEND,
+        kind: ConfigKind::OneOf(&["auto", "perf", "timer"]),
+        doc: "how host_sampling_hz samples: auto (the default: perf_event_open, else per-thread CPU-time timers), perf, or timer",
+        device: false,
+    },
 ];
 
 #[cfg(test)]
@@ -530,6 +562,43 @@ mod tests {
                 "gpu_num_chips_to_profile_per_task",
                 ConfigValue::Int(-1),
                 "non-negative",
+            ),
+        ] {
+            let err = ProfileOptions::default()
+                .advanced(key, value.clone())
+                .validate()
+                .expect_err(key);
+            let msg = err.to_string();
+            assert!(
+                msg.contains(key) && msg.contains(says),
+                "{key} = {value:?}: {msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_sampling_keys_are_checked() {
+        let ok = ProfileOptions::default()
+            .host_sampling_hz(99)
+            .advanced(HOST_SAMPLING_BACKEND, "timer");
+        ok.validate().expect("valid");
+        assert_eq!(ok.advanced_int(HOST_SAMPLING_HZ), Some(99));
+        for (key, value, says) in [
+            (HOST_SAMPLING_HZ, ConfigValue::Int(-1), "from 0 to 10000"),
+            (
+                HOST_SAMPLING_HZ,
+                ConfigValue::Int(10_001),
+                "from 0 to 10000",
+            ),
+            (
+                HOST_SAMPLING_HZ,
+                ConfigValue::Str("99".into()),
+                "from 0 to 10000",
+            ),
+            (
+                HOST_SAMPLING_BACKEND,
+                ConfigValue::Str("ptrace".into()),
+                "one of auto, perf, timer",
             ),
         ] {
             let err = ProfileOptions::default()
