@@ -170,6 +170,12 @@ pub mod flight_recorder {
 #[cfg(feature = "cuda")]
 pub use profiler_cuda as cuda;
 
+/// Sampled native call stacks (feature `sampling`, Linux): [`start`] registers the
+/// sampler; sessions asking for `host_sampling_hz` then sample every thread. Call
+/// [`sampling::register`] yourself before a scheduled profiler or a `ServerBuilder`.
+#[cfg(feature = "sampling")]
+pub use profiler_sampling as sampling;
+
 /// candle integration (feature `candle`): [`candle::Traced`] puts a named annotation
 /// around any candle `Module`'s forward (`linear.traced("q_proj")`).
 #[cfg(feature = "candle")]
@@ -324,7 +330,7 @@ pub fn resume() -> Result<()> {
     profiler_core::session::resume()
 }
 
-/// Registers the device tracers this build has (feature `cuda`) for every later
+/// Registers the tracers this build has (features `cuda`, `sampling`) for every later
 /// session. The core cannot know them, so each facade entry point that starts
 /// sessions calls this: [`start`], [`flight_recorder::start`] and `server::start`.
 /// The scheduled profiler and a `ServerBuilder` are the core's and the server
@@ -332,6 +338,8 @@ pub fn resume() -> Result<()> {
 fn register_tracers() {
     #[cfg(feature = "cuda")]
     profiler_cuda::register();
+    #[cfg(feature = "sampling")]
+    profiler_sampling::register();
 }
 
 fn writer(

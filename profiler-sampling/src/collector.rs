@@ -22,6 +22,9 @@ const POLL: Duration = Duration::from_millis(10);
 /// Least time between two snapshots of `/proc/self/maps` (a few hundred microseconds
 /// each for a program with many libraries).
 const MAPS_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the names of the threads sampled are read again: a new thread has its
+/// creator's name until it names itself, and an exited thread's can no longer be read.
+const NAMES_EVERY: u32 = 10;
 
 enum Trigger {
     Perf(Perf),
@@ -122,7 +125,9 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
             (Trigger::Perf(Perf::new(period_ns)), Backend::Perf, None)
         }
         Choice::Timer => (
-            Trigger::Timer(Timers::start(period_ns).map_err(|why| format!("prof: no stack samples: {why}"))?),
+            Trigger::Timer(
+                Timers::start(period_ns).map_err(|why| format!("prof: no stack samples: {why}"))?,
+            ),
             Backend::Timer,
             Some("host_sampling_backend = \"timer\" asked for it".to_owned()),
         ),
@@ -174,7 +179,12 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
             state.me = threads::current();
             let _ = me_tx.send(state.me);
             state.trigger.remove(state.me, &mut state.recorded);
+            let mut polls = 0u32;
             loop {
+                polls = polls.wrapping_add(1);
+                if polls % NAMES_EVERY == 0 {
+                    state.read_names();
+                }
                 state.scan();
                 state.trigger.drain(&mut state.recorded);
                 state.check_maps();
@@ -225,9 +235,7 @@ impl State {
                 Ok(()) => {
                     let now = thread_cpu_ns(tid).unwrap_or(0);
                     self.cpu.insert(tid, (now, now));
-                    self.recorded
-                        .thread_names
-                        .insert(tid, threads::name(tid));
+                    self.recorded.thread_names.insert(tid, threads::name(tid));
                 }
                 Err(why) => {
                     self.refused.insert(tid);
@@ -259,16 +267,25 @@ impl State {
         }
     }
 
+    /// Reads again the names of the threads sampled that still run.
+    fn read_names(&mut self) {
+        for &tid in &self.tids {
+            if let Some(name) = self.recorded.thread_names.get_mut(&tid) {
+                let now = threads::name(tid);
+                if now != format!("Thread {tid}") {
+                    *name = now;
+                }
+            }
+        }
+    }
+
     fn finish(mut self) -> Collected {
         for &tid in &self.tids {
             if let Some(cpu) = self.cpu.get_mut(&tid) {
                 cpu.1 = thread_cpu_ns(tid).unwrap_or(cpu.1);
             }
-            // Names set after a thread was first seen.
-            if let Some(name) = self.recorded.thread_names.get_mut(&tid) {
-                *name = threads::name(tid);
-            }
         }
+        self.read_names();
         self.trigger.stop(&mut self.recorded);
         maps::snapshot(&mut self.maps);
         self.recorded.mappings = std::mem::take(&mut self.maps.all);

@@ -61,13 +61,19 @@ mod tests {
     #[test]
     fn prologues_are_read() {
         if cfg!(target_arch = "x86_64") {
-            assert_eq!(prologue_saves_frame_pointer(&[0x55, 0x48, 0x89, 0xe5, 0, 0, 0, 0]), Some(true));
+            assert_eq!(
+                prologue_saves_frame_pointer(&[0x55, 0x48, 0x89, 0xe5, 0, 0, 0, 0]),
+                Some(true)
+            );
             assert_eq!(
                 prologue_saves_frame_pointer(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5]),
                 Some(true)
             );
             // lea (%rdi,%rdi,2),%rax; ret
-            assert_eq!(prologue_saves_frame_pointer(&[0x48, 0x8d, 0x04, 0x7f, 0xc3, 0, 0, 0]), Some(false));
+            assert_eq!(
+                prologue_saves_frame_pointer(&[0x48, 0x8d, 0x04, 0x7f, 0xc3, 0, 0, 0]),
+                Some(false)
+            );
         }
         // Whatever this test binary was built with, the answer is one of the two, and
         // agrees with the build's flags when CI says what they are.

@@ -86,10 +86,9 @@ impl Maps {
     ) -> usize {
         let mut added = 0;
         for mut m in snapshot {
-            let known = self
-                .all
-                .iter()
-                .any(|k| (k.start, k.end, k.offset, &k.path) == (m.start, m.end, m.offset, &m.path));
+            let known = self.all.iter().any(|k| {
+                (k.start, k.end, k.offset, &k.path) == (m.start, m.end, m.offset, &m.path)
+            });
             if known {
                 continue;
             }
@@ -158,7 +157,10 @@ mod tests {
         assert_eq!(maps.add(parse(MAPS), &mut id), 0);
         let late = "7f3a30000000-7f3a30010000 r-xp 00000000 fd:01 78 /opt/cuda/libcupti.so\n";
         assert_eq!(maps.add(parse(late), &mut id), 1);
-        assert_eq!(reads, 5, "one read per file: train, libc, plugin, vdso, cupti");
+        assert_eq!(
+            reads, 5,
+            "one read per file: train, libc, plugin, vdso, cupti"
+        );
         let (_, m) = maps.find(0x7f3a30000100).expect("mapped");
         assert_eq!(m.path, PathBuf::from("/opt/cuda/libcupti.so"));
         assert!(maps.find(0x10).is_none());

@@ -65,7 +65,10 @@ pub(crate) fn resolve(addrs: &[u64], maps: &Maps) -> Vec<Resolved> {
                     .rev()
                     .map(|f| Frame {
                         name: f.name.to_string(),
-                        file: f.code_info.as_ref().map(|c| c.to_path().display().to_string()),
+                        file: f
+                            .code_info
+                            .as_ref()
+                            .map(|c| c.to_path().display().to_string()),
                         line: f.code_info.as_ref().and_then(|c| c.line).unwrap_or(0),
                     })
                     .collect();

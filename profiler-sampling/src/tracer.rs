@@ -71,9 +71,11 @@ impl Tracer for SamplingTracer {
 impl Tracer for SamplingTracer {
     fn start(&mut self) -> Result<(), String> {
         let _ = self.settings;
-        Err("prof: host_sampling_hz samples native stacks on Linux only; this session \
+        Err(
+            "prof: host_sampling_hz samples native stacks on Linux only; this session \
              records no stack samples"
-            .into())
+                .into(),
+        )
     }
 
     fn stop(&mut self) -> Result<(), String> {

@@ -28,7 +28,6 @@ pub struct Enclosing {
     pub step: Option<i64>,
 }
 
-
 /// One host event that may enclose a moment.
 struct Scope {
     start: i64,
@@ -193,8 +192,9 @@ impl HostScopes {
 mod tests {
     use super::*;
 
+    use crate::xspace::{merge_into_line, PlaneBuilder, Stats, XEvent};
+
     fn plane_with(events: &[(&str, i64, i64, Option<i64>)]) -> XPlane {
-        use crate::xspace::{merge_into_line, PlaneBuilder, Stats, XEvent};
         let mut b = PlaneBuilder::new(1, schema::HOST_PLANE);
         let mut xevents = Vec::new();
         for &(name, start, end, step) in events {

@@ -10,8 +10,8 @@ use super::maps::{HashMap, HashSet};
 
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
-pub(super) use profiler_core::xspace::{Enclosing as LaunchedIn, HostScopes};
 use profiler_core::xspace::{merge_into_line, ps, Interner, Stats, XEvent, XSpace, XStatValue};
+pub(super) use profiler_core::xspace::{Enclosing as LaunchedIn, HostScopes};
 
 use crate::activity::{Activity, DeviceTrace};
 use crate::api::api_recorded_by_default;

@@ -105,9 +105,9 @@ pub(super) fn refusal(err: &io::Error) -> String {
             "perf_event_open is not available ({err}): the kernel lacks it, or a seccomp \
              filter hides it"
         ),
-        Some(libc::ENOENT | libc::EINVAL | libc::EOPNOTSUPP) => format!(
-            "this kernel cannot sample task-clock with call chains ({err})"
-        ),
+        Some(libc::ENOENT | libc::EINVAL | libc::EOPNOTSUPP) => {
+            format!("this kernel cannot sample task-clock with call chains ({err})")
+        }
         Some(libc::EMFILE | libc::ENFILE) => {
             format!("perf_event_open needs one file descriptor per thread ({err})")
         }

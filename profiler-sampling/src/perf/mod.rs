@@ -174,7 +174,10 @@ mod tests {
         assert_eq!(stack, [0x1000, 0x2000, 0x3000]);
         // A record cut short reads no further than it goes.
         assert_eq!(parse_sample(&body[..20], &mut stack), None);
-        assert_eq!(parse_sample(&body[..body.len() - 8], &mut stack), Some((42, 123_456)));
+        assert_eq!(
+            parse_sample(&body[..body.len() - 8], &mut stack),
+            Some((42, 123_456))
+        );
         assert_eq!(stack, [0x1000, 0x2000]);
     }
 }

@@ -115,7 +115,11 @@ pub(crate) fn can_read_frames() -> bool {
     read_frame(std::process::id() as i32, probe.as_ptr() as u64) == Some(probe)
 }
 
-extern "C" fn on_signal(_signal: libc::c_int, _info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_signal(
+    _signal: libc::c_int,
+    _info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
     // SAFETY (for the whole handler): `__errno_location` is the thread's errno, valid
     // while it runs; `context` is the `ucontext_t` the kernel passed an SA_SIGINFO
     // handler.
@@ -137,9 +141,10 @@ fn take_sample(context: *mut libc::c_void) {
     #[allow(unsafe_code)]
     // SAFETY: gettid is a plain system call.
     let tid = unsafe { libc::gettid() };
-    let claimed = RUNNING_ON
-        .iter()
-        .find(|t| t.compare_exchange(0, tid, Ordering::SeqCst, Ordering::Relaxed).is_ok());
+    let claimed = RUNNING_ON.iter().find(|t| {
+        t.compare_exchange(0, tid, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    });
     let Some((pc, fp)) = registers(context) else {
         if let Some(t) = claimed {
             t.store(0, Ordering::SeqCst);
