@@ -40,6 +40,7 @@
 //! ```
 
 pub mod proto;
+mod samples;
 mod wire;
 
 use std::borrow::Cow;
@@ -84,6 +85,7 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
     let mut writer = Writer::new(out, timeline.origin());
     writer.clock_snapshot()?;
     let totals = timeline.walk(&mut writer)?;
+    samples::write(&mut writer, timeline.space())?;
     writer.out.finish()?;
     Ok(totals)
 }
@@ -252,6 +254,9 @@ struct Writer<'a, W> {
     last_sequence: u32,
     /// Definitions interned since the last packet went out.
     new: InternedData,
+    /// What the stack samples need to know of the tracks written: the host plane's
+    /// process id, each host line's thread (by line id), every tid and pid taken.
+    tracks: samples::Tracks,
 }
 
 /// The error for an event whose track has no sequence: the walk declares every
@@ -273,6 +278,7 @@ impl<'a, W: Write> Writer<'a, W> {
             counters: Vec::new(),
             last_sequence: FIRST_SEQUENCE,
             new: InternedData::default(),
+            tracks: samples::Tracks::default(),
         }
     }
 
@@ -437,6 +443,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     type Error = io::Error;
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
+        self.tracks.process(process);
         // The previous plane's lines are done: their sequences get no more packets.
         self.line = None;
         self.extra_lanes = ExtraLanes::default();
@@ -456,6 +463,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
+        self.tracks.thread(thread);
         if thread.lane == 0 {
             // The lines walked before are done.
             self.line = None;

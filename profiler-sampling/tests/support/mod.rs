@@ -14,12 +14,12 @@ use profiler_export::pprof::{Profile as Pprof, StackSamples};
 /// Sessions are one at a time in a process; the tests of one binary run on threads.
 static SESSION: Mutex<()> = Mutex::new(());
 
-pub fn one_session() -> MutexGuard<'static, ()> {
+pub(crate) fn one_session() -> MutexGuard<'static, ()> {
     SESSION.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// This thread's CPU time.
-pub fn thread_cpu() -> Duration {
+pub(crate) fn thread_cpu() -> Duration {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -33,7 +33,7 @@ pub fn thread_cpu() -> Duration {
 }
 
 /// Spins `work` until this thread has used `cpu` more CPU time.
-pub fn burn_for(cpu: Duration, work: fn(u64) -> u64) -> u64 {
+pub(crate) fn burn_for(cpu: Duration, work: fn(u64) -> u64) -> u64 {
     let until = thread_cpu() + cpu;
     let mut x = 1;
     while thread_cpu() < until {
@@ -43,7 +43,7 @@ pub fn burn_for(cpu: Duration, work: fn(u64) -> u64) -> u64 {
 }
 
 /// Runs a session with `options` around `work`, written to a logdir under `dir`.
-pub fn session(dir: &Path, options: ProfileOptions, work: impl FnOnce()) -> Profile {
+pub(crate) fn session(dir: &Path, options: ProfileOptions, work: impl FnOnce()) -> Profile {
     profiler_sampling::register();
     let logdir = dir.to_path_buf();
     profiler_core::session::start(
@@ -58,14 +58,14 @@ pub fn session(dir: &Path, options: ProfileOptions, work: impl FnOnce()) -> Prof
 }
 
 /// The samples of `profile`, which must have some.
-pub fn samples(profile: &Profile) -> StackSamples {
+pub(crate) fn samples(profile: &Profile) -> StackSamples {
     StackSamples::from_space(profile.xspace())
         .expect("a stack samples plane")
         .expect("valid samples")
 }
 
 /// The pprof file the session wrote beside its `.xplane.pb`.
-pub fn pprof_file(profile: &Profile) -> PathBuf {
+pub(crate) fn pprof_file(profile: &Profile) -> PathBuf {
     let file = profile
         .files()
         .iter()
@@ -77,13 +77,13 @@ pub fn pprof_file(profile: &Profile) -> PathBuf {
 }
 
 /// Reads a pprof file as `go tool pprof` would.
-pub fn read_pprof(path: &Path) -> Pprof {
+pub(crate) fn read_pprof(path: &Path) -> Pprof {
     Pprof::from_bytes(&std::fs::read(path).expect("read")).expect("decode")
 }
 
 /// `go tool pprof ARGS FILE`'s standard output; `None` when Go is not installed
 /// (CI installs it, and sets `PROF_REQUIRE_GO=1` so that its absence fails).
-pub fn go_pprof(args: &[&str], file: &Path) -> Option<String> {
+pub(crate) fn go_pprof(args: &[&str], file: &Path) -> Option<String> {
     let out = Command::new("go")
         .args(["tool", "pprof"])
         .args(args)
@@ -111,7 +111,7 @@ pub fn go_pprof(args: &[&str], file: &Path) -> Option<String> {
 }
 
 /// The rows of `go tool pprof -top`: (flat, flat %, cum %, name).
-pub fn top_rows(top: &str) -> Vec<(f64, f64, f64, String)> {
+pub(crate) fn top_rows(top: &str) -> Vec<(f64, f64, f64, String)> {
     top.lines()
         .filter_map(|line| {
             let mut f = line.split_whitespace();
@@ -131,7 +131,11 @@ pub fn top_rows(top: &str) -> Vec<(f64, f64, f64, String)> {
 }
 
 /// The numeric label `key` of a pprof sample.
-pub fn num_label(p: &Pprof, s: &profiler_export::pprof::proto::Sample, key: &str) -> Option<i64> {
+pub(crate) fn num_label(
+    p: &Pprof,
+    s: &profiler_export::pprof::proto::Sample,
+    key: &str,
+) -> Option<i64> {
     s.label
         .iter()
         .find(|l| p.string(l.key) == key)
@@ -139,7 +143,7 @@ pub fn num_label(p: &Pprof, s: &profiler_export::pprof::proto::Sample, key: &str
 }
 
 /// The string label `key` of a pprof sample.
-pub fn str_label<'a>(
+pub(crate) fn str_label<'a>(
     p: &'a Pprof,
     s: &profiler_export::pprof::proto::Sample,
     key: &str,
