@@ -215,6 +215,33 @@ fn samples_carry_their_step_and_annotations_and_late_silent_threads_are_sampled(
         .find(|t| t.name == "late-loader")
         .expect("the late thread is listed");
     assert_eq!(thread.host_line, None, "it never annotated");
+    // Perfetto: PerfSample packets, checked against Perfetto's own schema where the
+    // checker's Python is given (CI: PROF_PERFETTO_PYTHON=target/ci-venv/bin/python).
+    let trace = dir.path().join("samples.pftrace");
+    profiler_export::perfetto::write(space, &trace).expect("pftrace");
+    if let Ok(python) = std::env::var("PROF_PERFETTO_PYTHON") {
+        let checker = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/interop/perfetto_check.py"
+        );
+        let session_ns = (profile_duration_ns(space) + 1_000_000).to_string();
+        let out = std::process::Command::new(python)
+            .arg(checker)
+            .arg(&trace)
+            .args(["--min-perf-samples", &in_step_3.to_string()])
+            .args(["--session-ns", &session_ns])
+            .args(["--thread", "late-loader", "--min-slices", "12"])
+            .output()
+            .expect("run perfetto_check.py");
+        assert!(
+            out.status.success(),
+            "perfetto_check.py: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary = String::from_utf8_lossy(&out.stdout);
+        assert!(summary.contains("late-loader"), "{summary}");
+    }
     // go tool pprof keeps exactly those samples.
     let file = pprof_file(&profile);
     let focused = dir.path().join("step3.pb.gz");
@@ -227,6 +254,17 @@ fn samples_carry_their_step_and_annotations_and_late_silent_threads_are_sampled(
             assert_eq!(num_label(&f, s, "step_num"), Some(3));
         }
     }
+}
+
+fn profile_duration_ns(space: &profiler_core::xspace::XSpace) -> u64 {
+    let env = space
+        .plane(schema::TASK_ENV_PLANE)
+        .expect("task environment");
+    let at = |name| match env.find_stat(&env.stats, name) {
+        Some(profiler_core::xspace::XStatValue::Uint64(ns)) => *ns,
+        other => panic!("{name}: {other:?}"),
+    };
+    at(schema::PROFILE_STOP_TIME) - at(schema::PROFILE_START_TIME)
 }
 
 #[test]
