@@ -440,6 +440,8 @@ mod guide {
     struct Gpu;
     #[doc = include_str!("../docs/memory.md")]
     struct Memory;
+    #[doc = include_str!("../docs/sampling.md")]
+    struct Sampling;
     #[doc = include_str!("../docs/formats.md")]
     struct Formats;
     #[doc = include_str!("../docs/comparing.md")]

@@ -265,6 +265,15 @@ impl Job {
                 }
             }
         }
+        // Stack samples travel inside the space: their pprof file goes beside the
+        // other outputs, as a session writes it beside its `.xplane.pb`.
+        if let (None, Some((_, first))) = (&outcome.error, self.outputs.first()) {
+            let name = self.input.file_name().unwrap_or_default().to_string_lossy();
+            let xplane = first.with_file_name(name.as_ref());
+            if let Err(error) = crate::pprof::write_beside(timeline.space(), &xplane) {
+                outcome.error = Some(error);
+            }
+        }
         outcome
     }
 }

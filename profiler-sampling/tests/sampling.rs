@@ -244,6 +244,9 @@ fn samples_carry_their_step_and_annotations_and_late_silent_threads_are_sampled(
     }
     // go tool pprof keeps exactly those samples.
     let file = pprof_file(&profile);
+    if let Ok(keep) = std::env::var("PROF_SAMPLING_KEEP") {
+        std::fs::copy(&file, keep).expect("keep the pprof file");
+    }
     let focused = dir.path().join("step3.pb.gz");
     let out = focused.to_string_lossy().into_owned();
     if go_pprof(&["-tagfocus=step_num=3", "-proto", "-output", &out], &file).is_some() {
