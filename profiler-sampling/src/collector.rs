@@ -182,7 +182,7 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
             let mut polls = 0u32;
             loop {
                 polls = polls.wrapping_add(1);
-                if polls % NAMES_EVERY == 0 {
+                if polls.is_multiple_of(NAMES_EVERY) {
                     state.read_names();
                 }
                 state.scan();

@@ -29,9 +29,8 @@ pub(crate) fn present() -> Option<bool> {
     for (i, b) in bytes.iter_mut().enumerate() {
         #[allow(unsafe_code)]
         // SAFETY: the first bytes of a function of this crate: mapped, readable code.
-        {
-            *b = unsafe { std::ptr::read_volatile(code.add(i)) };
-        }
+        let byte = unsafe { std::ptr::read_volatile(code.add(i)) };
+        *b = byte;
     }
     std::hint::black_box(probe(1));
     prologue_saves_frame_pointer(&bytes)

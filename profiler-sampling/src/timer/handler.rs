@@ -120,10 +120,8 @@ extern "C" fn on_signal(
     _info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
 ) {
-    // SAFETY (for the whole handler): `__errno_location` is the thread's errno, valid
-    // while it runs; `context` is the `ucontext_t` the kernel passed an SA_SIGINFO
-    // handler.
     #[allow(unsafe_code)]
+    // SAFETY: `__errno_location` is this thread's errno, valid while it runs.
     let errno = unsafe { *libc::__errno_location() };
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
     if ACTIVE.load(Ordering::SeqCst) && !context.is_null() {
@@ -202,7 +200,7 @@ fn registers(context: *mut libc::c_void) -> Option<(u64, u64)> {
 fn walk(pid: i32, pc: u64, mut fp: u64, frames: &mut [u64; MAX_FRAMES]) -> usize {
     frames[0] = pc;
     let mut depth = 1;
-    while depth < MAX_FRAMES && fp != 0 && fp % 8 == 0 {
+    while depth < MAX_FRAMES && fp != 0 && fp.is_multiple_of(8) {
         let Some([next, ret]) = read_frame(pid, fp) else {
             break;
         };

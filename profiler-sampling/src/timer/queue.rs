@@ -43,6 +43,8 @@ pub(crate) struct Queue<const N: usize> {
 
 impl<const N: usize> Queue<N> {
     pub(crate) const fn new() -> Queue<N> {
+        // A `const` item is what array repetition needs; each slot is a fresh copy.
+        #[allow(clippy::declare_interior_mutable_const)]
         const SLOT: Slot = Slot {
             seq: AtomicU64::new(0),
             tid: AtomicU32::new(0),
