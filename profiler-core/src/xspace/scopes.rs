@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use crate::schema;
 
-use super::{tf_op, XPlane, XSpace, XStatValue};
+use super::model::{XPlane, XSpace, XStatValue};
+use super::ops::tf_op;
 
 /// foldhash, not SipHash: every launch and sample looks its line up, and the keys are
 /// the profile's own.

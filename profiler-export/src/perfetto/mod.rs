@@ -406,6 +406,29 @@ fn to_ns(origin: Origin, ps: i64) -> u64 {
     u64::try_from(origin.to_unix_ns(ps)).unwrap_or(0)
 }
 
+impl<W: Write> samples::Packets for Writer<'_, W> {
+    fn emit(&mut self, packet: &TracePacket) -> io::Result<()> {
+        Writer::emit(self, packet)
+    }
+
+    fn new_sequence(&mut self) -> u32 {
+        self.last_sequence += 1;
+        self.last_sequence
+    }
+
+    fn descriptor_sequence(&self) -> u32 {
+        FIRST_SEQUENCE
+    }
+
+    fn ns(&self, ps: i64) -> u64 {
+        to_ns(self.origin, ps)
+    }
+
+    fn tracks(&mut self) -> &mut samples::Tracks {
+        &mut self.tracks
+    }
+}
+
 /// Appends one debug annotation to `event`, its name interned in `arg_names` (the
 /// event's sequence's, new definitions going to `new`) or written out where the
 /// sequence interns nothing; `buf` is reused.

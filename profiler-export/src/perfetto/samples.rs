@@ -11,7 +11,7 @@
 //! Inlined functions are frames of their own, at the same address.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{self, Write};
+use std::io;
 
 use profiler_core::schema;
 use profiler_core::xspace::{ps, XSpace};
@@ -20,9 +20,24 @@ use super::proto::{
     self, Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, ProcessDescriptor,
     ThreadDescriptor, TracePacket, TrackDescriptor,
 };
-use super::{to_ns, Writer};
 use crate::pprof::StackSamples;
 use crate::timeline::{Process, Thread};
+
+/// What the samples need of the trace writer: a packet sent, a sequence of their
+/// own, times converted, and the tracks its walk declared. A trait, so that this
+/// module knows nothing of the writer that holds it (`super` implements it).
+pub(super) trait Packets {
+    /// Sends `packet` as the trace's next.
+    fn emit(&mut self, packet: &TracePacket) -> io::Result<()>;
+    /// A sequence id no packet has used.
+    fn new_sequence(&mut self) -> u32;
+    /// The sequence descriptors go out on.
+    fn descriptor_sequence(&self) -> u32;
+    /// The trace's nanoseconds of a profile's picoseconds.
+    fn ns(&self, ps: i64) -> u64;
+    /// The tracks written so far.
+    fn tracks(&mut self) -> &mut Tracks;
+}
 
 /// The tracks a walk wrote that samples are placed on.
 #[derive(Default)]
@@ -52,7 +67,7 @@ impl Tracks {
 }
 
 /// Writes the stack samples of `space`, if any, after the timeline `writer` walked.
-pub(super) fn write<W: Write>(writer: &mut Writer<'_, W>, space: &XSpace) -> io::Result<()> {
+pub(super) fn write(writer: &mut impl Packets, space: &XSpace) -> io::Result<()> {
     let samples = match StackSamples::from_space(space) {
         None => return Ok(()),
         Some(Ok(samples)) if !samples.times.is_empty() => samples,
@@ -68,10 +83,7 @@ pub(super) fn write<W: Write>(writer: &mut Writer<'_, W>, space: &XSpace) -> io:
     let p = &samples.profile;
     let threads = place_threads(writer, &samples)?;
 
-    let sequence = {
-        writer.last_sequence += 1;
-        writer.last_sequence
-    };
+    let sequence = writer.new_sequence();
     let mut interned = InternedData::default();
     // Each kind of string has ids of its own.
     let (mut paths, mut build_ids, mut functions) =
@@ -157,8 +169,7 @@ pub(super) fn write<W: Write>(writer: &mut Writer<'_, W>, space: &XSpace) -> io:
         });
     }
 
-    let origin = writer.origin;
-    let first_ts = to_ns(origin, ps(samples.times[0].ns));
+    let first_ts = writer.ns(ps(samples.times[0].ns));
     writer.emit(&TracePacket {
         timestamp: Some(first_ts),
         trusted_packet_sequence_id: Some(sequence),
@@ -177,7 +188,7 @@ pub(super) fn write<W: Write>(writer: &mut Writer<'_, W>, space: &XSpace) -> io:
             continue;
         };
         writer.emit(&TracePacket {
-            timestamp: Some(to_ns(origin, ps(t.ns))),
+            timestamp: Some(writer.ns(ps(t.ns))),
             trusted_packet_sequence_id: Some(sequence),
             sequence_flags: Some(proto::SEQ_NEEDS_INCREMENTAL_STATE),
             perf_sample: Some(PerfSample {
@@ -216,20 +227,22 @@ impl Table {
 
 /// The (pid, tid) each sampled thread's samples carry, by OS thread id: its host
 /// line's track, or a track declared here.
-fn place_threads<W: Write>(
-    writer: &mut Writer<'_, W>,
+fn place_threads(
+    writer: &mut impl Packets,
     samples: &StackSamples,
 ) -> io::Result<HashMap<u64, (u32, u32)>> {
     let mut placed = HashMap::new();
-    let pid = match writer.tracks.host_pid {
+    let descriptors = writer.descriptor_sequence();
+    let pid = match writer.tracks().host_pid {
         Some(pid) => pid,
         None => {
             // No host events: a process of its own for the samples' threads.
-            let pid = writer.tracks.max_pid + 1;
-            writer.tracks.max_pid = pid;
-            writer.tracks.host_pid = Some(pid);
+            let tracks = writer.tracks();
+            let pid = tracks.max_pid + 1;
+            tracks.max_pid = pid;
+            tracks.host_pid = Some(pid);
             writer.emit(&TracePacket {
-                trusted_packet_sequence_id: Some(super::FIRST_SEQUENCE),
+                trusted_packet_sequence_id: Some(descriptors),
                 track_descriptor: Some(TrackDescriptor {
                     uuid: Some(u64::from(pid)),
                     process: Some(ProcessDescriptor {
@@ -244,20 +257,21 @@ fn place_threads<W: Write>(
         }
     };
     for thread in &samples.threads {
+        let tracks = writer.tracks();
         let on_line = thread
             .host_line
-            .and_then(|line| writer.tracks.host_lines.get(&i64::from(line)).copied());
+            .and_then(|line| tracks.host_lines.get(&i64::from(line)).copied());
         if let Some(track) = on_line {
             placed.insert(thread.os_tid, track);
             continue;
         }
         let mut tid = thread.os_tid as u32;
-        while writer.tracks.tids.contains(&tid) || tid == 0 {
+        while tracks.tids.contains(&tid) || tid == 0 {
             tid = tid.wrapping_add(0x1000_0000);
         }
-        writer.tracks.tids.insert(tid);
+        tracks.tids.insert(tid);
         writer.emit(&TracePacket {
-            trusted_packet_sequence_id: Some(super::FIRST_SEQUENCE),
+            trusted_packet_sequence_id: Some(descriptors),
             track_descriptor: Some(TrackDescriptor {
                 uuid: Some(u64::from(pid) << 32 | u64::from(tid)),
                 parent_uuid: Some(u64::from(pid)),

@@ -17,7 +17,7 @@ use profiler_core::schema;
 use profiler_core::xspace::{PlaneBuilder, XLine, XPlane, XSpace, XStatValue};
 use profiler_core::{Error, ErrorKind, Result};
 
-use super::Profile;
+use super::proto::Profile;
 
 /// A thread that was sampled.
 #[derive(Clone, Debug, PartialEq, Eq)]
