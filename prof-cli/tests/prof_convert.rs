@@ -110,7 +110,10 @@ fn a_profile_with_stack_samples_gets_its_pprof_file_listed_beside_the_traces() {
     };
     let samples = StackSamples {
         profile: pprof.clone(),
-        times: vec![SampleTime { ns: 10, sample: 0 }, SampleTime { ns: 20, sample: 0 }],
+        times: vec![
+            SampleTime { ns: 10, sample: 0 },
+            SampleTime { ns: 20, sample: 0 },
+        ],
         backend: "perf_event".into(),
         hz: 1000,
         ..StackSamples::default()
@@ -127,7 +130,12 @@ fn a_profile_with_stack_samples_gets_its_pprof_file_listed_beside_the_traces() {
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let written = out_dir.join("host.pprof.pb.gz");
     assert!(
         stdout.contains(&format!("-> {}", written.display())),

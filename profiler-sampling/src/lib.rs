@@ -46,7 +46,10 @@
 //!   stop: no thread's annotation stack is read while it runs.
 //!
 //! Off (the default), nothing of this exists: no thread, no handler, no timer; the
-//! tracer's factory returns nothing.
+//! tracer's factory returns nothing. (After a session that sampled with timers, their
+//! SIGPROF handler stays installed, doing nothing: a signal queued before the timers
+//! were deleted must not end the process. The guide's chapter says why, under
+//! Limits.)
 //!
 //! # Frame pointers
 //!
@@ -62,6 +65,8 @@
 
 #[cfg(target_os = "linux")]
 mod collector;
+#[cfg(target_os = "linux")]
+mod cost;
 #[cfg(target_os = "linux")]
 mod frame_pointers;
 #[cfg(target_os = "linux")]
@@ -98,6 +103,19 @@ pub fn register() {
 pub fn handler_running_on(tid: i32) -> bool {
     timer::handler::running_on(tid)
 }
+
+/// What the last session's stop cost the sampler in this process (its collector's
+/// stop, the symbolisation, the rest of the samples' plane), if a session sampled:
+/// what the cost benchmark reports per 100k samples. Not an API.
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub fn last_stop_cost() -> Option<cost::StopCost> {
+    cost::last()
+}
+
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub use cost::StopCost;
 
 fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
     let settings = settings::Settings::of(options)?;

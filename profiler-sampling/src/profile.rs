@@ -28,6 +28,9 @@ use crate::symbolize::{self, Resolved};
 pub(crate) struct Built {
     pub(crate) samples: StackSamples,
     pub(crate) warnings: Vec<String>,
+    /// Distinct addresses symbolised, and how long that took.
+    pub(crate) addresses: usize,
+    pub(crate) symbolize: std::time::Duration,
 }
 
 /// The labels that make samples of one stack distinct.
@@ -109,7 +112,9 @@ pub(crate) fn build(
     let maps = Maps {
         all: recorded.mappings.clone(),
     };
+    let symbolizing = std::time::Instant::now();
     let resolved = symbolize::resolve(&addrs, &maps);
+    let symbolize = symbolizing.elapsed();
 
     let mut strings = Strings::default();
     let mut profile = Profile::default();
@@ -286,6 +291,8 @@ pub(crate) fn build(
             hz: i64::from(hz),
         },
         warnings,
+        addresses: addrs.len(),
+        symbolize,
     }
 }
 

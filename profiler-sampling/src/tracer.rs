@@ -15,6 +15,9 @@ pub(crate) struct SamplingTracer {
     running: Option<crate::collector::Collector>,
     #[cfg(target_os = "linux")]
     collected: Option<crate::collector::Collected>,
+    /// How long the collector's stop took.
+    #[cfg(target_os = "linux")]
+    stopped_in: std::time::Duration,
     warnings: Vec<String>,
 }
 
@@ -26,6 +29,8 @@ impl SamplingTracer {
             running: None,
             #[cfg(target_os = "linux")]
             collected: None,
+            #[cfg(target_os = "linux")]
+            stopped_in: std::time::Duration::ZERO,
             warnings: Vec::new(),
         }
     }
@@ -44,7 +49,9 @@ impl Tracer for SamplingTracer {
         let Some(running) = self.running.take() else {
             return Ok(());
         };
+        let t0 = std::time::Instant::now();
         self.collected = Some(running.stop()?);
+        self.stopped_in = t0.elapsed();
         Ok(())
     }
 
@@ -53,6 +60,7 @@ impl Tracer for SamplingTracer {
         let Some(collected) = self.collected.take() else {
             return;
         };
+        let t0 = std::time::Instant::now();
         let threads = profiler_core::tracer::host_threads();
         let built = crate::profile::build(
             &collected.recorded,
@@ -63,7 +71,15 @@ impl Tracer for SamplingTracer {
             collected.cpu_ns,
         );
         space.warnings.extend(built.warnings);
+        let samples = built.samples.times.len() as u64;
         space.planes.push(built.samples.to_plane());
+        crate::cost::record(crate::cost::StopCost {
+            samples,
+            addresses: built.addresses as u64,
+            stop: self.stopped_in,
+            symbolize: built.symbolize,
+            collect: t0.elapsed(),
+        });
     }
 }
 
