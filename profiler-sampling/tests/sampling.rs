@@ -298,7 +298,8 @@ fn the_timer_backend_forced_by_option_samples_and_says_why() {
 }
 
 /// Runs in a child process (see the test below) whose kernel refuses
-/// `perf_event_open`, through a seccomp filter: the sampler falls back to timers.
+/// `perf_event_open`, through a seccomp filter: the sampler falls back to timers;
+/// then another SIGPROF handler is installed, which the next session leaves alone.
 #[test]
 fn perf_refused_child() {
     if std::env::var("PROF_SAMPLING_CHILD").as_deref() != Ok("1") {
@@ -328,6 +329,31 @@ fn perf_refused_child() {
         warnings
             .iter()
             .any(|w| w.contains("timers") && w.contains("perf_event_open was refused")),
+        "{warnings:?}"
+    );
+    // The handler stays after the session, doing nothing (a signal still queued
+    // would otherwise end the process).
+    assert_ne!(sigprof_handler(), libc::SIG_DFL);
+
+    // Another profiler takes SIGPROF since: the next session leaves its handler
+    // alone, records no samples, and says why; the session itself goes on.
+    extern "C" fn theirs(_: libc::c_int) {}
+    let theirs = theirs as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    set_sigprof_handler(theirs);
+    let profile = session(
+        dir.path(),
+        ProfileOptions::default().host_sampling_hz(99),
+        || {
+            burn_for(Duration::from_millis(100), heavy);
+        },
+    );
+    assert_eq!(sigprof_handler(), theirs, "taken back");
+    assert!(profiler_export::pprof::StackSamples::from_space(profile.xspace()).is_none());
+    let warnings = &profile.xspace().warnings;
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("SIGPROF already has a handler")),
         "{warnings:?}"
     );
     #[allow(clippy::print_stdout)] // the parent reads it
@@ -374,6 +400,21 @@ fn sigprof_handler() -> libc::sighandler_t {
         let mut old: libc::sigaction = std::mem::zeroed();
         libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old);
         old.sa_sigaction
+    }
+}
+
+fn set_sigprof_handler(handler: libc::sighandler_t) {
+    // SAFETY: a zeroed action with a plain handler: `handler` is an `extern "C"`
+    // function alive for the whole program.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()),
+            0
+        );
     }
 }
 

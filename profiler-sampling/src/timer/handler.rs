@@ -23,12 +23,12 @@ use super::queue::{Queue, MAX_FRAMES, SLOTS};
 /// The samples handlers publish, read by the collector.
 pub(crate) static QUEUE: Queue<SLOTS> = Queue::new();
 
-/// Whether a handler takes samples; false between sessions (the handler stays
-/// installed, so that a signal still in flight when a session stops does nothing,
-/// where `SIG_DFL` would end the process).
+/// Whether a handler takes samples; false between sessions. The handler stays
+/// installed after a session, doing nothing: a signal already queued when the timers
+/// are deleted is still delivered, and under `SIG_DFL` SIGPROF ends the process;
+/// `SIG_IGN` instead would be inherited by every program this one starts (an
+/// ignored disposition survives `exec`, a handler does not).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// Whether the handler is installed (once per process).
-static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Handlers running now: stop waits for none before it reads the queue for the last
 /// time.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
@@ -41,16 +41,16 @@ static RUNNING_ON: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 /// The signal the timers send.
 pub(crate) const SIGNAL: libc::c_int = libc::SIGPROF;
 
-/// Installs the handler for [`SIGNAL`], once per process.
+/// Installs the handler for [`SIGNAL`], unless it is installed already. Asked again
+/// at every session: a handler another profiler installed since the last session is
+/// left alone (and the timer backend refused), never silently taken back.
 ///
 /// # Errors
 /// Why it cannot: another handler owns the signal (another profiler), or
 /// `sigaction` failed.
 pub(crate) fn install() -> Result<(), String> {
     PID.store(std::process::id() as i32, Ordering::Relaxed);
-    if INSTALLED.load(Ordering::Acquire) {
-        return Ok(());
-    }
+    let ours = on_signal as *const () as libc::sighandler_t;
     #[allow(unsafe_code)]
     // SAFETY: sigaction with a zeroed struct to read the current action, then ours:
     // `on_signal` is an `extern "C"` function of the SA_SIGINFO signature, alive for
@@ -63,6 +63,9 @@ pub(crate) fn install() -> Result<(), String> {
                 std::io::Error::last_os_error()
             ));
         }
+        if old.sa_sigaction == ours {
+            return Ok(());
+        }
         if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
             return Err(
                 "SIGPROF already has a handler (another profiler in this process?): the \
@@ -71,7 +74,7 @@ pub(crate) fn install() -> Result<(), String> {
             );
         }
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+        action.sa_sigaction = ours;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
         libc::sigemptyset(&mut action.sa_mask);
         if libc::sigaction(SIGNAL, &action, std::ptr::null_mut()) != 0 {
@@ -81,7 +84,6 @@ pub(crate) fn install() -> Result<(), String> {
             ));
         }
     }
-    INSTALLED.store(true, Ordering::Release);
     Ok(())
 }
 
