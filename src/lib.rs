@@ -283,6 +283,12 @@ pub mod flight_recorder {
 #[cfg(feature = "cuda")]
 pub use profiler_cuda as cuda;
 
+/// Sampled native call stacks (feature `sampling`, Linux): [`start`] registers the
+/// sampler; sessions asking for `host_sampling_hz` then sample every thread. Call
+/// [`sampling::register`] yourself before a scheduled profiler or a `ServerBuilder`.
+#[cfg(feature = "sampling")]
+pub use profiler_sampling as sampling;
+
 /// candle integration (feature `candle`): [`candle::Traced`] puts a named annotation
 /// around any candle `Module`'s forward (`linear.traced("q_proj")`).
 #[cfg(feature = "candle")]
@@ -444,7 +450,7 @@ pub fn resume() -> Result<()> {
     profiler_core::session::resume()
 }
 
-/// Registers the device tracers this build has (feature `cuda`) for every later
+/// Registers the device tracers this build has (features `cuda`, `sampling`) for every later
 /// session, and what removes half-written files when a signal cuts a write short.
 /// The core cannot know them, so every facade entry point that starts
 /// sessions calls this: [`start`] (and so [`Session::start`] and [`profile`]),
@@ -456,6 +462,8 @@ fn register_tracers() {
     #[cfg(feature = "cuda")]
     profiler_cuda::register();
     profiler_core::exit::set_cleanup(remove_temporaries);
+    #[cfg(feature = "sampling")]
+    profiler_sampling::register();
 }
 
 /// Removes the temporary files of writes in progress (a signal's budget ran out).
@@ -563,6 +571,8 @@ mod guide {
     struct Gpu;
     #[doc = include_str!("../docs/memory.md")]
     struct Memory;
+    #[doc = include_str!("../docs/sampling.md")]
+    struct Sampling;
     #[doc = include_str!("../docs/formats.md")]
     struct Formats;
     #[doc = include_str!("../docs/comparing.md")]

@@ -95,6 +95,13 @@ fn run(args: &Args) -> i32 {
                 c.totals.flows
             );
         }
+        if let Some(pprof) = &outcome.pprof {
+            println!(
+                "{} -> {} (stack samples: go tool pprof reads it)",
+                outcome.input.display(),
+                pprof.display()
+            );
+        }
         for warning in &outcome.warnings {
             eprintln!("prof-convert: warning: {warning}");
         }

@@ -165,6 +165,14 @@ impl ProfileOptions {
         std::time::Duration::from_millis(ms)
     }
 
+    /// Samples every thread's native call stack `hz` times a second of its CPU time
+    /// (the `advanced_configuration` key [`HOST_SAMPLING_HZ`]); 0, the default, samples
+    /// nothing. The sampler is a tracer of its own (`profiler-sampling`, which the
+    /// `prof` facade registers); see its crate documentation for what it records.
+    pub fn host_sampling_hz(self, hz: u32) -> Self {
+        self.advanced(HOST_SAMPLING_HZ, hz)
+    }
+
     /// Adds one `advanced_configuration` entry.
     pub fn advanced(mut self, key: impl Into<String>, value: impl Into<ConfigValue>) -> Self {
         self.advanced_configuration.insert(key.into(), value.into());
@@ -391,6 +399,8 @@ pub enum ConfigKind {
     Bool,
     /// A string.
     Str,
+    /// One of these strings.
+    OneOf(&'static [&'static str]),
 }
 
 impl fmt::Display for ConfigKind {
@@ -405,6 +415,7 @@ impl fmt::Display for ConfigKind {
             ConfigKind::Limit => "a non-negative integer, or -1 for no limit",
             ConfigKind::Bool => "a bool",
             ConfigKind::Str => "a string",
+            ConfigKind::OneOf(names) => return write!(f, "one of {}", names.join(", ")),
         })
     }
 }
@@ -439,6 +450,8 @@ impl ConfigKind {
             (ConfigKind::NameList, ConfigValue::Str(s)) => {
                 Some(format!("{s:?} is not such a list"))
             }
+            (ConfigKind::OneOf(names), ConfigValue::Str(s)) if names.contains(&s.as_str()) => None,
+            (ConfigKind::OneOf(_), ConfigValue::Str(s)) => Some(format!("{s:?} is not one of them")),
             (_, ConfigValue::Int(v)) => Some(format!("{v} is an integer")),
             (_, ConfigValue::Bool(b)) => Some(format!("{b} is a bool")),
             (_, ConfigValue::Str(s)) => Some(format!("{s:?} is a string")),
@@ -476,6 +489,14 @@ pub struct ConfigKey {
 pub(crate) fn is_device_key(key: &str) -> bool {
     CONFIG_KEYS.iter().any(|k| k.name == key && k.device)
 }
+
+/// The `advanced_configuration` key of [`ProfileOptions::host_sampling_hz`]: samples
+/// of every thread's native stack per second of its CPU time; 0 (the default) is off.
+pub const HOST_SAMPLING_HZ: &str = "host_sampling_hz";
+
+/// The `advanced_configuration` key choosing how stacks are sampled: `auto` (the
+/// default: `perf_event_open`, else CPU-time timers), `perf` or `timer`.
+pub const HOST_SAMPLING_BACKEND: &str = "host_sampling_backend";
 
 /// Every accepted `advanced_configuration` key. The GPU keys are named as JAX and TSL
 /// name them; they are read by a device tracer (CUPTI's) and ignored, with a warning in
@@ -559,6 +580,18 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         doc: "with write_on_signals, how long the signal waits for the profile to be written (the .xplane.pb first) before it takes its course, milliseconds; default 20000",
         device: false,
     },
+    ConfigKey {
+        name: HOST_SAMPLING_HZ,
+        kind: ConfigKind::Range(0, 10_000),
+        doc: "sample every thread's native call stack this many times per second of its CPU time (Linux; build with frame pointers); 0, the default, is off",
+        device: false,
+    },
+    ConfigKey {
+        name: HOST_SAMPLING_BACKEND,
+        kind: ConfigKind::OneOf(&["auto", "perf", "timer"]),
+        doc: "how host_sampling_hz samples: auto (the default: perf_event_open, else per-thread CPU-time timers), perf, or timer",
+        device: false,
+    },
 ];
 
 #[cfg(test)]
@@ -623,6 +656,43 @@ mod tests {
                 "gpu_num_chips_to_profile_per_task",
                 ConfigValue::Int(-1),
                 "non-negative",
+            ),
+        ] {
+            let err = ProfileOptions::default()
+                .advanced(key, value.clone())
+                .validate()
+                .expect_err(key);
+            let msg = err.to_string();
+            assert!(
+                msg.contains(key) && msg.contains(says),
+                "{key} = {value:?}: {msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_sampling_keys_are_checked() {
+        let ok = ProfileOptions::default()
+            .host_sampling_hz(99)
+            .advanced(HOST_SAMPLING_BACKEND, "timer");
+        ok.validate().expect("valid");
+        assert_eq!(ok.advanced_int(HOST_SAMPLING_HZ), Some(99));
+        for (key, value, says) in [
+            (HOST_SAMPLING_HZ, ConfigValue::Int(-1), "from 0 to 10000"),
+            (
+                HOST_SAMPLING_HZ,
+                ConfigValue::Int(10_001),
+                "from 0 to 10000",
+            ),
+            (
+                HOST_SAMPLING_HZ,
+                ConfigValue::Str("99".into()),
+                "from 0 to 10000",
+            ),
+            (
+                HOST_SAMPLING_BACKEND,
+                ConfigValue::Str("ptrace".into()),
+                "one of auto, perf, timer",
             ),
         ] {
             let err = ProfileOptions::default()

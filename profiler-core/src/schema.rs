@@ -109,3 +109,24 @@ pub const HOST_ALLOCATOR: &str = "host";
 /// Prefix of a GPU's allocator name: `GPU_<ordinal>`, as TSL names a GPU's allocator
 /// before its `_bfc` suffix.
 pub const GPU_ALLOCATOR_PREFIX: &str = "GPU_";
+
+/// The plane of sampled native call stacks (`profiler-sampling`): no name XProf knows,
+/// so XProf leaves it alone, while it travels inside the XSpace wherever the profile
+/// goes (a remote capture brings it back). Its lines are the sampled threads (id: the
+/// OS thread id; display id: the thread's host line, when it has one), without events;
+/// its plane stats hold the samples.
+pub const STACK_SAMPLES_PLANE: &str = "/host:stack-samples";
+/// Id given to [`STACK_SAMPLES_PLANE`].
+pub const STACK_SAMPLES_PLANE_ID: i64 = 51;
+/// Stack samples stat (bytes): the samples as a gzipped pprof `profile.proto`, ready
+/// to be written as a file.
+pub const PPROF: &str = "pprof";
+/// Stack samples stat (bytes): when each sample was taken, in time order: for each, the
+/// nanoseconds since the sample before (the first: since the session's start) and the
+/// index of its sample in the pprof profile, as two varints.
+pub const SAMPLE_TIMES: &str = "sample_times";
+/// Stack samples stat (string): what took the samples, `perf_event` or `timer`, and why
+/// the better one did not, when it did not.
+pub const SAMPLING_BACKEND: &str = "sampling_backend";
+/// Stack samples stat (int64): samples per second of CPU time asked for.
+pub const SAMPLING_HZ: &str = "sampling_hz";

@@ -144,6 +144,34 @@ pub(crate) fn collect_all(
     }
 }
 
+/// A thread that has recorded in this process: the line its annotations are on, and
+/// the id the operating system knows it by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostThread {
+    /// Its line's id on the `/host:CPU` plane.
+    pub line_id: u32,
+    /// Linux's thread id (`gettid`), as `/proc/self/task` and `perf_event_open` name
+    /// it; a per-process counter on other systems.
+    pub os_tid: u64,
+    /// Its line's name: the thread's name, or `Thread <os tid>`.
+    pub name: String,
+}
+
+/// Every thread that has recorded since the session before the current one began,
+/// those that exited included: what a tracer that knows threads by their OS id (a
+/// sampler of native stacks) joins the host plane's lines with. A cold path: it takes
+/// the registry's lock.
+pub fn host_threads() -> Vec<HostThread> {
+    crate::buffer::buffers()
+        .iter()
+        .map(|b| HostThread {
+            line_id: b.line_id,
+            os_tid: b.os_tid,
+            name: b.name.clone(),
+        })
+        .collect()
+}
+
 /// Nanoseconds on the clock tracers timestamp with, from a process-wide origin.
 ///
 /// Host events are converted to nanoseconds since the session start through the same

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "xspace::event_encoding",
             "xspace::model",
             "xspace::ops",
+            "xspace::scopes",
         ],
     ),
     (

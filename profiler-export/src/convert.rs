@@ -83,6 +83,9 @@ pub struct FileOutcome {
     pub input: PathBuf,
     /// The files written from it, in the order of the formats asked for.
     pub written: Vec<Converted>,
+    /// The pprof profile written beside them (`<host>.pprof.pb.gz`), when the profile
+    /// carried stack samples.
+    pub pprof: Option<PathBuf>,
     /// What a user should know about what was written, naming the file: a profile with
     /// no events (an empty file is a valid, empty XSpace), events the reader left out
     /// (see [`xplane::read_with`]).
@@ -150,6 +153,7 @@ pub fn convert_all(
             Err(error) => steps.push(Step::Failed(FileOutcome {
                 input: root.clone(),
                 written: Vec::new(),
+                pprof: None,
                 warnings: Vec::new(),
                 error: Some(error),
             })),
@@ -228,6 +232,7 @@ impl Job {
         let mut outcome = FileOutcome {
             input: self.input.clone(),
             written: Vec::new(),
+            pprof: None,
             warnings: Vec::new(),
             error: None,
         };
@@ -269,6 +274,16 @@ impl Job {
                     outcome.error = Some(error);
                     break;
                 }
+            }
+        }
+        // Stack samples travel inside the space: their pprof file goes beside the
+        // other outputs, as a session writes it beside its `.xplane.pb`.
+        if let (None, Some((_, first))) = (&outcome.error, self.outputs.first()) {
+            let name = self.input.file_name().unwrap_or_default().to_string_lossy();
+            let xplane = first.with_file_name(name.as_ref());
+            match crate::pprof::write_beside(timeline.space(), &xplane) {
+                Ok(written) => outcome.pprof = written,
+                Err(error) => outcome.error = Some(error),
             }
         }
         outcome

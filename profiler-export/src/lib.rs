@@ -7,6 +7,8 @@
 //! - [`perfetto`]: Perfetto's native protobuf trace (`.pftrace`), and [`link`] to open it
 //!   in ui.perfetto.dev as `jax.profiler`'s Perfetto link does;
 //! - [`chrome`]: Chrome's JSON trace event format (`.trace.json[.gz]`);
+//! - [`pprof`]: sampled native call stacks as pprof's `profile.proto`
+//!   (`<host>.pprof.pb.gz`), written beside the `.xplane.pb` of a session that sampled;
 //! - `otlp` (feature `otlp`): spans to any OpenTelemetry collector;
 //! - [`convert`]: existing `.xplane.pb` files (prof's, JAX's, TensorFlow's) into the
 //!   other formats;
@@ -40,6 +42,7 @@ pub mod logdir;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod perfetto;
+pub mod pprof;
 mod profile;
 pub mod sink;
 pub mod timeline;

@@ -100,7 +100,11 @@ impl RunDir {
     ) -> Result<()> {
         let file = self.host_file(host);
         let written = fit::write_xplane(&file, profile, max_xplane_bytes)?;
+        let pprof = crate::pprof::write_beside(profile.xspace(), &file)?;
         profile.add_file(file);
+        if let Some(pprof) = pprof {
+            profile.add_file(pprof);
+        }
         if let Some(full) = &written.full_trace {
             profile.add_file(full.clone());
         }

@@ -32,6 +32,11 @@ dropping data:
     value; slices and instants have a name.
   * flows: each flow id has a producer (flow_ids on a BEGIN) and a consumer
     (terminating_flow_ids on a later-or-equal BEGIN).
+  * stack samples (PerfSample): the callstack, its frames, their mappings and
+    function names, the mappings' build ids and paths are interned on the
+    sample's sequence before it; pid and tid are those of a declared thread
+    track; each sample lies inside the session (at or after the clock
+    snapshot that starts it, and within --session-ns of it when given).
 
 Usage:
   python tests/interop/perfetto_check.py FILE.pftrace [--min-slices N]
@@ -245,6 +250,44 @@ def wire_check(data: bytes, pb, fail: Failures) -> None:
 # --------------------------------------------------------------------------
 
 
+PROFILING_TABLES = ("function_names", "build_ids", "mapping_paths", "mappings", "frames",
+                    "callstacks")
+
+
+def check_perf_sample(where, sample, seq, thread_owner, fail) -> None:
+    """A PerfSample's interned ids resolve on its sequence, and it is on a thread track."""
+    t = seq.profiling
+
+    def need(table, iid, what):
+        if iid not in t[table]:
+            fail.add(f"{where}: {what} uses {table} iid {iid}, not defined on the sequence before")
+            return None
+        return t[table][iid]
+
+    stack = need("callstacks", sample.callstack_iid, "the PerfSample")
+    for fid in (stack.frame_ids if stack is not None else []):
+        frame = need("frames", fid, f"callstack {sample.callstack_iid}")
+        if frame is None:
+            continue
+        if frame.HasField("function_name_id"):
+            need("function_names", frame.function_name_id, f"frame {fid}")
+        if frame.HasField("mapping_id"):
+            mapping = need("mappings", frame.mapping_id, f"frame {fid}")
+            if mapping is not None:
+                if mapping.HasField("build_id"):
+                    need("build_ids", mapping.build_id, f"mapping {frame.mapping_id}")
+                for path in mapping.path_string_ids:
+                    need("mapping_paths", path, f"mapping {frame.mapping_id}")
+    owner = thread_owner.get(sample.tid)
+    if owner is None:
+        fail.add(f"{where}: PerfSample of tid {sample.tid}, which no thread track declares")
+    elif owner[0] != sample.pid:
+        fail.add(
+            f"{where}: PerfSample of tid {sample.tid} in pid {sample.pid}, but its thread "
+            f"track is in pid {owner[0]}"
+        )
+
+
 class SequenceState:
     """Interned tables of one trusted_packet_sequence_id since its last clear."""
 
@@ -255,6 +298,9 @@ class SequenceState:
             "event_categories": {},
             "debug_annotation_names": {},
         }
+        # Interned tables of stack samples (entries kept whole: frames and
+        # callstacks point into the others).
+        self.profiling: dict[str, dict] = {name: {} for name in PROFILING_TABLES}
         self.defaults_track_uuid: int | None = None
         self.defaults_clock_id: int | None = None
         # clock id -> (timestamp, packet) of the sequence's latest packet on it
@@ -262,6 +308,8 @@ class SequenceState:
 
     def clear(self) -> None:
         for t in self.tables.values():
+            t.clear()
+        for t in self.profiling.values():
             t.clear()
         self.defaults_track_uuid = None
         self.defaults_clock_id = None
@@ -374,7 +422,7 @@ def declare_track(i, td, tracks, process_pids, thread_owner, warnings, fail) -> 
         warnings.append(f"{where}: counter track {td.uuid} has no name")
 
 
-def check_trace(trace, pb, fail: Failures) -> dict:
+def check_trace(trace, pb, fail: Failures, session_ns: int | None = None) -> dict:
     seqs: dict[int, SequenceState] = defaultdict(SequenceState)
     tracks: dict[int, Track] = {}
     process_pids: dict[int, int] = {}  # pid -> uuid of its process track
@@ -388,7 +436,9 @@ def check_trace(trace, pb, fail: Failures) -> dict:
     flow_out: dict[int, tuple[int, int]] = {}  # id -> (packet, ts) of the producer
     flow_in: dict[int, tuple[int, int]] = {}  # id -> (packet, ts) of the consumer
 
-    slices = instants = counter_values = 0
+    slices = instants = counter_values = perf_samples = 0
+    session_start = None
+    sampled: set[int] = set()
     duration_total = 0
     names: Counter[str] = Counter()
 
@@ -427,9 +477,16 @@ def check_trace(trace, pb, fail: Failures) -> dict:
                             f"{entry.name!r} (was {old!r}) without clearing the sequence state"
                         )
                     table[entry.iid] = entry.name
+            for table_name, table in seq.profiling.items():
+                for entry in getattr(packet.interned_data, table_name):
+                    if entry.iid in table and table[entry.iid] != entry:
+                        fail.add(f"{where}: interned {table_name} iid {entry.iid} redefined")
+                    table[entry.iid] = entry
 
         if packet.HasField("clock_snapshot"):
             cs = packet.clock_snapshot
+            if session_start is None and packet.HasField("timestamp"):
+                session_start = packet.timestamp
             if cs.HasField("primary_trace_clock"):
                 trace_clock = cs.primary_trace_clock
             snapshot_clocks.update(c.clock_id for c in cs.clocks)
@@ -465,6 +522,21 @@ def check_trace(trace, pb, fail: Failures) -> dict:
         if packet.HasField("track_descriptor"):
             declare_track(i, packet.track_descriptor, tracks, process_pids, thread_owner,
                           warnings, fail)
+
+        if packet.HasField("perf_sample"):
+            if not (flags & SEQ_NEEDS_INCREMENTAL_STATE or cleared):
+                fail.add(f"{where}: a PerfSample uses interned ids but does not set "
+                         "SEQ_NEEDS_INCREMENTAL_STATE")
+            check_perf_sample(where, packet.perf_sample, seq, thread_owner, fail)
+            ts = packet.timestamp
+            if session_start is None or ts < session_start:
+                fail.add(f"{where}: PerfSample at {ts}, before the session's start "
+                         f"({session_start})")
+            elif session_ns is not None and ts > session_start + session_ns:
+                fail.add(f"{where}: PerfSample at {ts}, after the session's end "
+                         f"({session_start + session_ns})")
+            perf_samples += 1
+            sampled.add(packet.perf_sample.tid)
 
         if not packet.HasField("track_event"):
             continue
@@ -607,6 +679,11 @@ def check_trace(trace, pb, fail: Failures) -> dict:
         "processes": [t.desc.process.process_name for t in tracks.values() if t.kind == "process"],
         "counter_track_names": [t.label for t in tracks.values() if t.kind == "counter"],
         "names": dict(sorted(names.items())),
+        "perf_samples": perf_samples,
+        "sampled_threads": sorted(
+            tracks[thread_owner[tid][1]].label for tid in sampled
+            if tid in thread_owner and thread_owner[tid][1] in tracks
+        ),
         "warnings": warnings,
     }
 
@@ -624,6 +701,10 @@ def parse_args(argv):
                     help="a thread track with this thread_name must exist (repeatable)")
     ap.add_argument("--process", action="append", default=[], metavar="NAME",
                     help="a process track with this process_name must exist (repeatable)")
+    ap.add_argument("--min-perf-samples", type=int, default=0, metavar="N",
+                    help="fail unless there are at least N PerfSample packets")
+    ap.add_argument("--session-ns", type=int, metavar="NS",
+                    help="every PerfSample lies within NS of the session's start")
     ap.add_argument("--summary", metavar="OUT.json", help="also write the JSON summary here")
     return ap.parse_args(argv)
 
@@ -650,8 +731,9 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - any decode error is a failure of the file
         fail.add(f"perfetto_trace_pb2 cannot decode the file as a Trace: {type(e).__name__}: {e}")
     else:
-        summary = check_trace(trace, pb, fail)
-        for name, key, n in (("slices", "slices", args.min_slices),
+        summary = check_trace(trace, pb, fail, args.session_ns)
+        for name, key, n in (("perf samples", "perf_samples", args.min_perf_samples),
+                             ("slices", "slices", args.min_slices),
                              ("counter values", "counter_values", args.min_counters),
                              ("flows", "flows", args.min_flows)):
             if summary[key] < n:

@@ -145,6 +145,42 @@ def perfetto_packets(pb):
     return packets
 
 
+def perf_sample_packets(pb):
+    """Stack samples for the trace of perfetto_packets(), as prof writes them: on a
+    sequence of their own (5), a first packet clearing its state and interning a
+    mapping (its path and build id), two function names, two frames and a callstack,
+    then two PerfSamples on main's thread track (pid 1, tid 11)."""
+    P = pb.TracePacket
+    first = P()
+    first.trusted_packet_sequence_id = 5
+    first.sequence_flags = P.SEQ_INCREMENTAL_STATE_CLEARED
+    first.timestamp = T0 + 1500
+    d = first.interned_data
+    for table, iid, text in (("function_names", 1, b"forward"), ("function_names", 2, b"matmul"),
+                             ("build_ids", 1, b"0123abcd"), ("mapping_paths", 1, b"bin"),
+                             ("mapping_paths", 2, b"train")):
+        e = getattr(d, table).add()
+        e.iid, e.str = iid, text
+    m = d.mappings.add()
+    m.iid, m.build_id, m.start, m.end = 1, 1, 0x1000, 0x9000
+    m.path_string_ids.extend([1, 2])
+    for iid, name in ((1, 1), (2, 2)):
+        f = d.frames.add()
+        f.iid, f.function_name_id, f.mapping_id, f.rel_pc = iid, name, 1, 0x100 * iid
+    c = d.callstacks.add()
+    c.iid = 1
+    c.frame_ids.extend([1, 2])  # outermost first: forward calls matmul
+    packets = [first]
+    for ts in (2000, 6000):
+        p = P()
+        p.trusted_packet_sequence_id = 5
+        p.sequence_flags = P.SEQ_NEEDS_INCREMENTAL_STATE
+        p.timestamp = T0 + ts
+        p.perf_sample.pid, p.perf_sample.tid, p.perf_sample.callstack_iid = 1, 11, 1
+        packets.append(p)
+    return packets
+
+
 def _varint(n):
     out = bytearray()
     while True:
@@ -296,6 +332,69 @@ def test_perfetto(tmp):
                          for p in packets))
     run_case("perfetto: packed flow_ids", checker + [path], 1,
              "TrackEvent.flow_ids (field 47) is written packed")
+
+    # Stack samples (PerfSample): appended to the valid trace, they pass; each broken
+    # variant fails, naming what is wrong. The samples are the last three packets:
+    # [-3] the interning packet, [-2] and [-1] the samples at +2000 and +6000 ns.
+    def with_samples(name, mutate=None, extra=()):
+        packets = perfetto_packets(pb) + perf_sample_packets(pb)
+        if mutate:
+            mutate(packets)
+        return checker + [write(name, packets)] + list(extra)
+
+    run_case("perfetto: valid trace with PerfSamples passes",
+             with_samples("samples_good", extra=["--min-perf-samples", "2",
+                                                 "--session-ns", "10000"]), 0)
+
+    def sample_variant(name, mutate, expect_text, extra=()):
+        run_case(f"perfetto: PerfSample: {name}",
+                 with_samples("samples_" + name.replace(" ", "_"), mutate, extra), 1, expect_text)
+
+    def callstack_undefined(ps):
+        ps[-2].perf_sample.callstack_iid = 9
+    sample_variant("callstack iid never defined", callstack_undefined,
+                   "the PerfSample uses callstacks iid 9, not defined on the sequence before")
+
+    def interned_after_use(ps):
+        # The interning packet after the first sample: its ids are used before they
+        # are defined (and the sequence's first packet no longer clears its state).
+        ps[-3], ps[-2] = ps[-2], ps[-3]
+        ps[-2].timestamp = ps[-3].timestamp
+    sample_variant("iids defined after the sample that uses them", interned_after_use,
+                   "the PerfSample uses callstacks iid 1, not defined on the sequence before")
+
+    def frame_mapping_undefined(ps):
+        ps[-3].interned_data.frames[1].mapping_id = 7
+    sample_variant("a frame's mapping never defined", frame_mapping_undefined,
+                   "frame 2 uses mappings iid 7, not defined")
+
+    def iids_on_another_sequence(ps):
+        # Interned on sequence 5, used from sequence 6: ids are per sequence.
+        for p in ps[-2:]:
+            p.trusted_packet_sequence_id = 6
+        ps[-2].sequence_flags |= pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    sample_variant("iids of another sequence", iids_on_another_sequence,
+                   "uses callstacks iid 1, not defined on the sequence before")
+
+    def wrong_pid(ps):
+        ps[-1].perf_sample.pid = 2
+    sample_variant("pid other than its thread track's", wrong_pid,
+                   "PerfSample of tid 11 in pid 2, but its thread track is in pid 1")
+
+    def undeclared_tid(ps):
+        ps[-1].perf_sample.tid = 99
+    sample_variant("tid of no thread track", undeclared_tid,
+                   "PerfSample of tid 99, which no thread track declares")
+
+    def before_session(ps):
+        ps[-3].timestamp = T0 - 2000
+        ps[-2].timestamp = T0 - 1000
+    sample_variant("time before the session", before_session,
+                   f"PerfSample at {T0 - 1000}, before the session's start ({T0})")
+
+    sample_variant("time after the session", None,
+                   f"PerfSample at {T0 + 6000}, after the session's end ({T0 + 5000})",
+                   extra=["--session-ns", "5000"])
 
     run_case("perfetto: unknown field number", checker + [write("unknown_field", perfetto_packets(pb),
              _ld(1, _varint(10 << 3) + _varint(2) + _varint(999 << 3) + _varint(1)))], 1,

@@ -77,6 +77,11 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(0..=1))]
     pub python_tracer_level: u32,
 
+    /// Sample every thread's native call stack this many times per CPU second (prof's
+    /// servers on Linux; 0 off): a pprof file lands beside each .xplane.pb
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub host_sampling_hz: Option<u32>,
+
     /// An advanced_configuration entry (repeatable; integers and true/false are typed,
     /// anything else is a string)
     #[arg(long = "advanced", value_name = "KEY=VALUE", value_parser = parse_advanced)]
@@ -216,6 +221,17 @@ impl Args {
         for (key, value) in self.advanced {
             if advanced.insert(key.clone(), value).is_some() {
                 return Err(format!("--advanced {key} is given twice"));
+            }
+        }
+        if let Some(hz) = self.host_sampling_hz {
+            let key = profiler_core::options::HOST_SAMPLING_HZ;
+            if advanced
+                .insert(key.into(), ConfigValue::Int(hz.into()))
+                .is_some()
+            {
+                return Err(format!(
+                    "--host-sampling-hz and --advanced {key} are both given"
+                ));
             }
         }
         let tls = match &self.tls_ca {

@@ -109,6 +109,9 @@ pub(crate) struct ThreadBuffer {
     pub(crate) line_id: u32,
     /// Thread name, or `Thread <os tid>` for unnamed threads.
     pub(crate) name: String,
+    /// The operating system's id of the thread (Linux's `gettid`), which a sampler
+    /// of native stacks knows threads by; a per-process counter elsewhere.
+    pub(crate) os_tid: u64,
     pub(super) head: Box<Chunk>,
     /// The session whose records the buffer holds.
     pub(super) generation: AtomicU64,

@@ -84,6 +84,7 @@ mod tests {
         ThreadBuffer {
             line_id: 1,
             name: "test".into(),
+            os_tid: 1,
             head,
             generation: AtomicU64::new(1),
             published: AtomicU64::new(0),

@@ -136,13 +136,15 @@ impl Writer {
             REGISTRATION.try_with(|r| {
                 let buffer = r.0.get_or_init(|| {
                     let line_id = NEXT_LINE_ID.fetch_add(1, Ordering::Relaxed);
+                    let os_tid = os_thread_id();
                     let name = std::thread::current()
                         .name()
                         .map(str::to_owned)
-                        .unwrap_or_else(|| format!("Thread {}", os_thread_id()));
+                        .unwrap_or_else(|| format!("Thread {os_tid}"));
                     let buffer = Arc::new(ThreadBuffer {
                         line_id,
                         name,
+                        os_tid,
                         head: Chunk::new(),
                         generation: AtomicU64::new(0),
                         published: AtomicU64::new(0),

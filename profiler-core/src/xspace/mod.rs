@@ -17,8 +17,10 @@ mod edit;
 mod event_encoding;
 mod model;
 mod ops;
+mod scopes;
 
 pub use builder::PlaneBuilder;
 pub use edit::{merge_into_line, Interner};
 pub use model::*;
 pub use ops::tf_op;
+pub use scopes::{Enclosing, HostScopes};

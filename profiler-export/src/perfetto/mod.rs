@@ -40,6 +40,7 @@
 //! ```
 
 pub mod proto;
+mod samples;
 mod wire;
 
 use std::borrow::Cow;
@@ -84,6 +85,7 @@ pub(crate) fn timeline_to<W: Write>(timeline: &Timeline<'_>, out: W) -> io::Resu
     let mut writer = Writer::new(out, timeline.origin());
     writer.clock_snapshot()?;
     let totals = timeline.walk(&mut writer)?;
+    samples::write(&mut writer, timeline.space())?;
     writer.out.finish()?;
     Ok(totals)
 }
@@ -252,6 +254,9 @@ struct Writer<'a, W> {
     last_sequence: u32,
     /// Definitions interned since the last packet went out.
     new: InternedData,
+    /// What the stack samples need to know of the tracks written: the host plane's
+    /// process id, each host line's thread (by line id), every tid and pid taken.
+    tracks: samples::Tracks,
 }
 
 /// The error for an event whose track has no sequence: the walk declares every
@@ -273,6 +278,7 @@ impl<'a, W: Write> Writer<'a, W> {
             counters: Vec::new(),
             last_sequence: FIRST_SEQUENCE,
             new: InternedData::default(),
+            tracks: samples::Tracks::default(),
         }
     }
 
@@ -400,6 +406,29 @@ fn to_ns(origin: Origin, ps: i64) -> u64 {
     u64::try_from(origin.to_unix_ns(ps)).unwrap_or(0)
 }
 
+impl<W: Write> samples::Packets for Writer<'_, W> {
+    fn emit(&mut self, packet: &TracePacket) -> io::Result<()> {
+        Writer::emit(self, packet)
+    }
+
+    fn new_sequence(&mut self) -> u32 {
+        self.last_sequence += 1;
+        self.last_sequence
+    }
+
+    fn descriptor_sequence(&self) -> u32 {
+        FIRST_SEQUENCE
+    }
+
+    fn ns(&self, ps: i64) -> u64 {
+        to_ns(self.origin, ps)
+    }
+
+    fn tracks(&mut self) -> &mut samples::Tracks {
+        &mut self.tracks
+    }
+}
+
 /// Appends one debug annotation to `event`, its name interned in `arg_names` (the
 /// event's sequence's, new definitions going to `new`) or written out where the
 /// sequence interns nothing; `buf` is reused.
@@ -437,6 +466,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     type Error = io::Error;
 
     fn process(&mut self, process: &Process<'a>) -> io::Result<()> {
+        self.tracks.process(process);
         // The previous plane's lines are done: their sequences get no more packets.
         self.line = None;
         self.extra_lanes = ExtraLanes::default();
@@ -456,6 +486,7 @@ impl<'a, W: Write> Visitor<'a> for Writer<'a, W> {
     }
 
     fn thread(&mut self, thread: &Thread<'a>) -> io::Result<()> {
+        self.tracks.thread(thread);
         if thread.lane == 0 {
             // The lines walked before are done.
             self.line = None;

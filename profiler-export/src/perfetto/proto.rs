@@ -32,6 +32,92 @@ pub struct TracePacket {
     /// Defaults for the later packets of the sequence, until its state is cleared.
     #[prost(message, optional, tag = "59")]
     pub trace_packet_defaults: Option<TracePacketDefaults>,
+    /// A sampled call stack.
+    #[prost(message, optional, tag = "66")]
+    pub perf_sample: Option<PerfSample>,
+}
+
+/// `PerfSample`: one sampled call stack of a thread, its frames interned on the
+/// packet's sequence.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PerfSample {
+    /// The sampled thread's process (its track's pid).
+    #[prost(uint32, optional, tag = "2")]
+    pub pid: Option<u32>,
+    /// The sampled thread (its track's tid).
+    #[prost(uint32, optional, tag = "3")]
+    pub tid: Option<u32>,
+    /// The interned [`Callstack`].
+    #[prost(uint64, optional, tag = "4")]
+    pub callstack_iid: Option<u64>,
+    /// [`CPU_MODE_USER`]: user-space stacks only.
+    #[prost(int32, optional, tag = "5")]
+    pub cpu_mode: Option<i32>,
+}
+
+/// `Profiling.CpuMode.MODE_USER`.
+pub const CPU_MODE_USER: i32 = 2;
+
+/// `InternedString`: bytes given an id on the sequence.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InternedString {
+    /// The id packets use.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// The bytes.
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub str: Option<Vec<u8>>,
+}
+
+/// `Mapping`: a file mapped into the process.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Mapping {
+    /// The id frames use.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// Interned build id (`build_ids`).
+    #[prost(uint64, optional, tag = "2")]
+    pub build_id: Option<u64>,
+    /// Where in the file it starts.
+    #[prost(uint64, optional, tag = "3")]
+    pub start_offset: Option<u64>,
+    /// Its first address.
+    #[prost(uint64, optional, tag = "4")]
+    pub start: Option<u64>,
+    /// The address past its end.
+    #[prost(uint64, optional, tag = "5")]
+    pub end: Option<u64>,
+    /// Interned path components (`mapping_paths`), joined by `/`.
+    #[prost(uint64, repeated, packed = "false", tag = "7")]
+    pub path_string_ids: Vec<u64>,
+}
+
+/// `Frame`: a function at a place in a mapping.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Frame {
+    /// The id callstacks use.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// Interned function name (`function_names`).
+    #[prost(uint64, optional, tag = "2")]
+    pub function_name_id: Option<u64>,
+    /// Interned [`Mapping`].
+    #[prost(uint64, optional, tag = "3")]
+    pub mapping_id: Option<u64>,
+    /// The address relative to the mapping's start in its file.
+    #[prost(uint64, optional, tag = "4")]
+    pub rel_pc: Option<u64>,
+}
+
+/// `Callstack`: frames, outermost first.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Callstack {
+    /// The id samples use.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// Interned [`Frame`]s, the outermost (bottom) first.
+    #[prost(uint64, repeated, packed = "false", tag = "2")]
+    pub frame_ids: Vec<u64>,
 }
 
 impl TracePacket {
@@ -253,6 +339,24 @@ pub struct InternedData {
     /// Argument names.
     #[prost(message, repeated, tag = "3")]
     pub debug_annotation_names: Vec<Interned>,
+    /// Function names of sampled frames.
+    #[prost(message, repeated, tag = "5")]
+    pub function_names: Vec<InternedString>,
+    /// Sampled frames.
+    #[prost(message, repeated, tag = "6")]
+    pub frames: Vec<Frame>,
+    /// Sampled call stacks.
+    #[prost(message, repeated, tag = "7")]
+    pub callstacks: Vec<Callstack>,
+    /// Build ids of mapped files.
+    #[prost(message, repeated, tag = "16")]
+    pub build_ids: Vec<InternedString>,
+    /// Path components of mapped files.
+    #[prost(message, repeated, tag = "17")]
+    pub mapping_paths: Vec<InternedString>,
+    /// Mapped files.
+    #[prost(message, repeated, tag = "19")]
+    pub mappings: Vec<Mapping>,
 }
 
 /// `EventName`, `EventCategory` and `DebugAnnotationName` share this shape.

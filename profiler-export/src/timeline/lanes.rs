@@ -50,6 +50,8 @@ struct Entry {
 pub(super) struct Lanes<'a> {
     /// The line's process.
     pid: u32,
+    /// The line's id in its plane.
+    line_id: i64,
     /// The line's name, which its first lane's thread has.
     base: Cow<'a, str>,
     /// The first lane's thread, once it has one.
@@ -68,10 +70,11 @@ pub(super) struct Lanes<'a> {
 }
 
 impl<'a> Lanes<'a> {
-    /// The lanes of a line named `base` in process `pid`: none yet.
-    pub(super) fn new(pid: u32, base: Cow<'a, str>) -> Self {
+    /// The lanes of line `line_id`, named `base`, in process `pid`: none yet.
+    pub(super) fn new(pid: u32, line_id: i64, base: Cow<'a, str>) -> Self {
         Lanes {
             pid,
+            line_id,
             base,
             first: None,
             extra: None,
@@ -94,13 +97,14 @@ impl<'a> Lanes<'a> {
     pub(super) fn thread(&mut self, n: usize) -> &Thread<'a> {
         let Lanes {
             pid,
+            line_id,
             base,
             first,
             extra,
             lanes,
             ..
         } = self;
-        thread_of(*pid, base, first, extra, n, lanes[n].tid)
+        thread_of((*pid, *line_id), base, first, extra, n, lanes[n].tid)
     }
 
     /// The innermost slice open on lane `n`.
@@ -198,6 +202,7 @@ impl<'a> Lanes<'a> {
         }
         let Lanes {
             pid,
+            line_id,
             base,
             first,
             extra,
@@ -206,7 +211,7 @@ impl<'a> Lanes<'a> {
             free,
             ..
         } = self;
-        let thread = thread_of(*pid, base, first, extra, n, lanes[n].tid);
+        let thread = thread_of((*pid, *line_id), base, first, extra, n, lanes[n].tid);
         let mut result = Ok(());
         loop {
             let top = lanes[n].top;
@@ -244,7 +249,7 @@ impl<'a> Lanes<'a> {
 /// The thread of lane `n` (thread id `tid`) of a line named `base`: the line's first
 /// thread, or the extra lane's kept in `extra`, made anew when it is another lane's.
 fn thread_of<'t, 'a>(
-    pid: u32,
+    (pid, line_id): (u32, i64),
     base: &Cow<'a, str>,
     first: &'t mut Option<Thread<'a>>,
     extra: &'t mut Option<Thread<'a>>,
@@ -253,6 +258,7 @@ fn thread_of<'t, 'a>(
 ) -> &'t Thread<'a> {
     let make = |name| Thread {
         pid,
+        line_id,
         tid,
         name,
         key: u64::from(pid) << 32 | u64::from(tid),

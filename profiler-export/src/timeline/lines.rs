@@ -103,7 +103,7 @@ impl<'a, 't> PlaneWalk<'a, 't> {
         } else {
             Cow::Owned(format!("Line {}", line.id))
         };
-        let mut lanes = Lanes::new(self.pid, name);
+        let mut lanes = Lanes::new(self.pid, line.id, name);
         let base = self.origin.line_start_ps(line);
         timed(base, events, |start, event| {
             self.slice(line, &mut lanes, (start, event), visitor, totals, seq)

@@ -24,6 +24,8 @@ pub struct Process<'a> {
 pub struct Thread<'a> {
     /// The process it belongs to.
     pub pid: u32,
+    /// The id of the line it shows, in its plane.
+    pub line_id: i64,
     /// Thread id, unique within the process: the line's (display) id truncated to 32
     /// bits as XProf truncates it, or a fresh id for extra lanes and clashes.
     pub tid: u32,
