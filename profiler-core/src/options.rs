@@ -451,7 +451,9 @@ impl ConfigKind {
                 Some(format!("{s:?} is not such a list"))
             }
             (ConfigKind::OneOf(names), ConfigValue::Str(s)) if names.contains(&s.as_str()) => None,
-            (ConfigKind::OneOf(_), ConfigValue::Str(s)) => Some(format!("{s:?} is not one of them")),
+            (ConfigKind::OneOf(_), ConfigValue::Str(s)) => {
+                Some(format!("{s:?} is not one of them"))
+            }
             (_, ConfigValue::Int(v)) => Some(format!("{v} is an integer")),
             (_, ConfigValue::Bool(b)) => Some(format!("{b} is a bool")),
             (_, ConfigValue::Str(s)) => Some(format!("{s:?} is a string")),

@@ -5,10 +5,10 @@
 use std::panic::PanicHookInfo;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use profiler_core::xspace::XStatValue;
-use profiler_core::{session, trace, ConfigValue, ErrorKind, Profile, ProfileOptions};
 use prof_test_support::read::{self, host};
 use prof_test_support::serial;
+use profiler_core::xspace::XStatValue;
+use profiler_core::{session, trace, ConfigValue, ErrorKind, Profile, ProfileOptions};
 
 type Hook = Box<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
 

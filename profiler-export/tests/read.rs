@@ -406,11 +406,11 @@ fn an_event_no_profile_can_hold_is_left_out_and_the_rest_read() {
     // Converted, the file's outcome says so, naming it.
     let lazy = xplane::read_lazy(&path, &ReadLimits::default()).expect("lazy");
     assert_eq!(lazy.event_count(), 2);
-    assert_eq!(lazy.read_warnings(), [warning.clone()]);
+    assert_eq!(lazy.read_warnings(), std::slice::from_ref(warning));
     let out = tempfile::tempdir().expect("out");
     let options = profiler_export::convert::ConvertOptions::default().out_dir(out.path());
     let outcomes = profiler_export::convert::convert_all(
-        &[path.clone()],
+        std::slice::from_ref(&path),
         &[ExportFormat::ChromeJson],
         &options,
     )

@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use prof_test_support::serial;
 use profiler_remote::client::{self, CaptureRequest};
 use profiler_remote::server::{Limits, ServerBuilder};
-use support::{
-    eventually, open_fds, raw_client_timeout, runtime, serve, serve_with, xprof_like,
-};
+use support::{eventually, open_fds, raw_client_timeout, runtime, serve, serve_with, xprof_like};
 
 fn limited(max_connections: usize, idle_timeout: Duration) -> ServerBuilder {
     ServerBuilder::new(0).limits(Limits {

@@ -5,6 +5,7 @@
 
 use profiler_core::tracer::{SessionClock, Tracer};
 use profiler_core::xspace::XSpace;
+use profiler_core::{Error, ErrorKind};
 
 use crate::settings::Settings;
 
@@ -38,19 +39,19 @@ impl SamplingTracer {
 
 #[cfg(target_os = "linux")]
 impl Tracer for SamplingTracer {
-    fn start(&mut self) -> Result<(), String> {
-        let started = crate::collector::start(&self.settings)?;
+    fn start(&mut self) -> Result<(), Error> {
+        let started = crate::collector::start(&self.settings).map_err(unavailable)?;
         self.running = Some(started.collector);
         self.warnings = started.warnings;
         Ok(())
     }
 
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), Error> {
         let Some(running) = self.running.take() else {
             return Ok(());
         };
         let t0 = std::time::Instant::now();
-        self.collected = Some(running.stop()?);
+        self.collected = Some(running.stop().map_err(unavailable)?);
         self.stopped_in = t0.elapsed();
         Ok(())
     }
@@ -85,20 +86,26 @@ impl Tracer for SamplingTracer {
 
 #[cfg(not(target_os = "linux"))]
 impl Tracer for SamplingTracer {
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), Error> {
         let _ = self.settings;
-        Err(
+        Err(unavailable(
             "prof: host_sampling_hz samples native stacks on Linux only; this session \
              records no stack samples"
                 .into(),
-        )
+        ))
     }
 
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), Error> {
         Ok(())
     }
 
     fn collect(&mut self, space: &mut XSpace, _session: &SessionClock) {
         space.warnings.append(&mut self.warnings);
     }
+}
+
+/// The sampler's failures as a tracer's: nothing to retry, the session goes on without
+/// samples.
+fn unavailable(why: String) -> Error {
+    Error::new(ErrorKind::Unavailable, why)
 }

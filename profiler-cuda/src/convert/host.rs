@@ -10,7 +10,9 @@ use super::maps::{HashMap, HashSet};
 
 use profiler_core::schema;
 use profiler_core::tracer::ScopeId;
-use profiler_core::xspace::{merge_into_line, ps, Interner, Stats, XEvent, XSpace, XStatValue};
+use profiler_core::xspace::{
+    merge_into_line, ps, Interner, Stats, XEvent, XPlane, XSpace, XStatValue,
+};
 pub(super) use profiler_core::xspace::{Enclosing as LaunchedIn, HostScopes};
 
 use crate::activity::{Activity, DeviceTrace};
