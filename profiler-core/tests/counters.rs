@@ -28,7 +28,17 @@ fn samples_follow_updates_in_time_order() {
     assert_eq!(profile.counter_samples("loss"), [0.75]);
     assert_eq!(DEPTH.value(), 3.5);
     // Samples are not events; the step is.
-    assert_eq!(profile.event_count(), 1);
+    assert_eq!(
+        profile.event_count(),
+        1,
+        "{:?}",
+        profile
+            .xspace()
+            .planes
+            .iter()
+            .flat_map(|p| p.lines.iter().map(|l| (&l.name, l.events.len())))
+            .collect::<Vec<_>>()
+    );
 
     let host = read::host(&profile);
     let line = read::line(host, schema::COUNTERS_LINE);
@@ -69,6 +79,8 @@ fn updates_while_off_record_and_change_nothing() {
 
 #[test]
 fn reserved_names_are_refused() {
+    // Its panics would be recorded as `panic` markers in another test's session.
+    let _serial = serial();
     assert!(std::panic::catch_unwind(|| Counter::new("$closed")).is_err());
     assert!(std::panic::catch_unwind(|| Counter::new("")).is_err());
     assert_eq!(Counter::new("x").name(), "x");
