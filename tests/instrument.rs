@@ -58,6 +58,12 @@ impl Model {
     fn forward(&self, batch: usize) -> usize {
         inner_matmul(batch) * self.layers
     }
+
+    #[prof::instrument(name = "grow", fields(from = self.layers, how = "double"))]
+    fn double(&mut self) -> usize {
+        self.layers *= 2;
+        self.layers
+    }
 }
 
 #[prof::instrument(name = "matmul")]
@@ -72,11 +78,16 @@ fn sync_functions_record_their_calls_and_arguments() {
         assert_eq!(load(3, "abc", "me".into(), Path::new("/data")), 6);
         assert_eq!(train_step(2, 0.5), 1.0);
         assert_eq!(generic("x", 2), ["x", "x"]);
-        assert_eq!(Model { layers: 4 }.forward(8), 64);
+        let mut model = Model { layers: 4 };
+        assert_eq!(model.forward(8), 64);
+        assert_eq!(model.double(), 8);
     });
     let events = events(&profile);
     let names: Vec<_> = events.iter().map(|(_, n, _)| n.as_str()).collect();
-    assert_eq!(names, ["load", "Train", "generic", "forward", "matmul"]);
+    assert_eq!(
+        names,
+        ["load", "Train", "generic", "forward", "matmul", "grow"]
+    );
 
     let load = &events[0].2;
     assert_eq!(stat(&profile, load, "shard"), Some(XStatValue::Int64(3)));
@@ -110,6 +121,12 @@ fn sync_functions_record_their_calls_and_arguments() {
         Some(XStatValue::Int64(4))
     );
     assert_eq!(stat(&profile, forward, "batch"), Some(XStatValue::Int64(8)));
+    let grow = &events[5].2;
+    assert_eq!(stat(&profile, grow, "from"), Some(XStatValue::Int64(4)));
+    assert_eq!(
+        stat(&profile, grow, "how"),
+        Some(XStatValue::Str("double".into()))
+    );
 }
 
 static EVALUATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -140,6 +157,12 @@ async fn fetch(id: u64, hops: u32) -> u64 {
     id * 2
 }
 
+#[prof::instrument(skip_all)]
+async fn quietly(id: u64) -> u64 {
+    tokio::task::yield_now().await;
+    id
+}
+
 #[test]
 fn async_functions_record_each_poll_with_fields_on_the_first() {
     let _s = serial();
@@ -152,7 +175,17 @@ fn async_functions_record_each_poll_with_fields_on_the_first() {
     let profile = record(|| {
         let out = runtime.block_on(async { tokio::spawn(fetch(21, 3)).await.expect("join") });
         assert_eq!(out, 42);
+        assert_eq!(runtime.block_on(quietly(5)), 5);
     });
+    let quiet: Vec<_> = events(&profile)
+        .into_iter()
+        .filter(|(line, n, _)| n == "quietly" && line != "Tasks")
+        .collect();
+    assert_eq!(quiet.len(), 2, "a yield = 2 polls");
+    assert!(
+        quiet.iter().all(|(_, _, e)| e.stats.is_empty()),
+        "skip_all: {quiet:?}"
+    );
     let (lifetimes, polls): (Vec<_>, Vec<_>) = events(&profile)
         .into_iter()
         .filter(|(_, n, _)| n == "fetch")
@@ -181,11 +214,4 @@ fn async_functions_record_each_poll_with_fields_on_the_first() {
         stat(&profile, first, "kind"),
         Some(XStatValue::Str("fetch".into()))
     );
-}
-
-#[test]
-fn misuse_is_a_clear_compile_error() {
-    let t = trybuild::TestCases::new();
-    t.pass("tests/ui/pass/*.rs");
-    t.compile_fail("tests/ui/fail/*.rs");
 }
