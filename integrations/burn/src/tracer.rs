@@ -61,7 +61,7 @@ pub fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
 }
 
 impl Tracer for BurnTracer {
-    fn start(&mut self) -> Result<(), String> {
+    fn start(&mut self) -> Result<(), profiler_core::Error> {
         self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         tracer::keep_scope_stack(true);
         let observer = Arc::new(Observer {
@@ -74,7 +74,7 @@ impl Tracer for BurnTracer {
         Ok(())
     }
 
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), profiler_core::Error> {
         // Dropping the guard puts back whatever observer was installed before.
         self.observation = None;
         *INSTALLED.lock().unwrap_or_else(PoisonError::into_inner) = None;
