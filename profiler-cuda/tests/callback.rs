@@ -181,7 +181,11 @@ fn a_launch_on_a_device_thread_carries_the_annotation_its_kernel_was_issued_unde
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     tracer::register(factory);
     // What the live tracer learns from CUPTI's names: 307 is a kernel launch.
-    profiler_cuda::synthetic::set_function_name(calls::ApiDomain::Driver, CU_LAUNCH_KERNEL, "cuLaunchKernel");
+    profiler_cuda::synthetic::set_function_name(
+        calls::ApiDomain::Driver,
+        CU_LAUNCH_KERNEL,
+        "cuLaunchKernel",
+    );
     let (issue, issued) = std::sync::mpsc::channel::<u32>();
     let device = std::thread::Builder::new()
         .name("DSD-cubecl-0".into())

@@ -16,7 +16,7 @@ use profiler_core::xspace::ps;
 use crate::activity::{Activity, DeviceTrace};
 use crate::graphs::GraphNote;
 
-use profiler_core::xspace::{HostScopes, Enclosing};
+use profiler_core::xspace::{Enclosing, HostScopes};
 
 /// A node as it was made.
 struct Original {
