@@ -27,7 +27,7 @@ pub const CUBECL_LAUNCH_SPAN: &str = "launch_inner";
 
 /// What one issuing thread launched in a session, its measurements read back.
 #[derive(Debug, Default)]
-pub struct Issued {
+pub(crate) struct Issued {
     /// The thread's index among issuing threads (from 1) and its name.
     pub thread: (u32, String),
     /// Its launches, in issue order.
@@ -42,7 +42,7 @@ pub struct Issued {
 /// A kernel's length as cubecl read it, blocking the issuing thread until the kernel
 /// had run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Length {
+pub(crate) struct Length {
     /// The length, ns.
     pub ns: u64,
     /// How it was measured.
@@ -53,7 +53,7 @@ pub struct Length {
 
 /// What the conversion made, for the profile's warnings and the tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Converted {
+pub(crate) struct Converted {
     /// Kernels put on host lines.
     pub launches: u64,
     /// Kernels put on the device plane.
@@ -84,7 +84,7 @@ pub fn kernel_name(type_name: &str) -> &str {
 /// Adds `issued` to `space`: launches on the host plane, timed kernels on `device`'s
 /// plane. `collected` is the tracer clock when the measurements were read (the latest
 /// a kernel can have ended).
-pub fn add_to_space(
+pub(crate) fn add_to_space(
     issued: &[Issued],
     device: &DeviceName,
     space: &mut XSpace,

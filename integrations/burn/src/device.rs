@@ -45,7 +45,7 @@ impl DeviceName {
 }
 
 /// The cubecl runtime named in a burn device's `Debug` form; `cubecl` when none is.
-pub fn runtime_of(shown: &str) -> &'static str {
+pub(crate) fn runtime_of(shown: &str) -> &'static str {
     // cubecl's `Device` variants, as `Debug` spells them inside burn's dispatch device.
     for (variant, runtime) in [
         ("Cuda(", "cuda"),
@@ -64,12 +64,12 @@ pub fn runtime_of(shown: &str) -> &'static str {
 static CURRENT: Mutex<Option<DeviceName>> = Mutex::new(None);
 
 /// Sets the device later sessions' kernels are put on.
-pub fn set(name: DeviceName) {
+pub(crate) fn set(name: DeviceName) {
     *CURRENT.lock().unwrap_or_else(PoisonError::into_inner) = Some(name);
 }
 
 /// The device set last, or the default (`/device:GPU:0`, runtime `cubecl`).
-pub fn current() -> DeviceName {
+pub(crate) fn current() -> DeviceName {
     CURRENT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -19,7 +19,7 @@ use profiler_core::tracer::ScopeId;
 
 /// One kernel issued on a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The kernel, as cubecl names it (its type's name).
     pub kernel: &'static str,
     /// When it was issued (cubecl's observer was told), raw ticks
@@ -35,7 +35,7 @@ pub struct Launch {
 
 /// A launch's measurement as cubecl delivered it: unread (read at collection), or a
 /// duration read already (when cubecl's own profiling logger reads them too).
-pub enum Measurement {
+pub(crate) enum Measurement {
     /// Kept unread ([`TimingRequest::Deferred`](cubecl_runtime::logging::TimingRequest)).
     Unread(ProfileDuration),
     /// Read by cubecl: the length only, read back when the kernel had finished (at
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Measurement {
 
 /// One thread's launches in a session.
 #[derive(Debug, Default)]
-pub struct ThreadLog {
+pub(crate) struct ThreadLog {
     /// The session whose launches these are.
     generation: u64,
     /// The thread's index among those that issued kernels (from 1) and its name, for
@@ -95,7 +95,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Runs `f` on this thread's log for session `generation` (emptied when it held an
 /// earlier session's).
-pub fn with_mine<R>(generation: u64, f: impl FnOnce(&mut ThreadLog) -> R) -> Option<R> {
+pub(crate) fn with_mine<R>(generation: u64, f: impl FnOnce(&mut ThreadLog) -> R) -> Option<R> {
     MINE.try_with(|cell| {
         let log = cell.get_or_init(|| {
             let log = Arc::new(Mutex::new(ThreadLog {
@@ -118,7 +118,7 @@ pub fn with_mine<R>(generation: u64, f: impl FnOnce(&mut ThreadLog) -> R) -> Opt
 }
 
 /// Takes every thread's launches of session `generation`, leaving the logs empty.
-pub fn take(generation: u64) -> Vec<ThreadLog> {
+pub(crate) fn take(generation: u64) -> Vec<ThreadLog> {
     let logs = lock(&REGISTRY).clone();
     let mut taken = Vec::new();
     for log in logs {

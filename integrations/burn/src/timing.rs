@@ -29,7 +29,7 @@ use cubecl_runtime::logging::{ProfileDuration, TimingMethod};
 /// A kernel's window on the device, ns on prof's tracer clock (`tracer::clock_ns`),
 /// before alignment: signed, as a device clock may be anywhere.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window {
+pub(crate) struct Window {
     /// Start, ns.
     pub start: i128,
     /// End, ns.
@@ -41,7 +41,7 @@ pub struct Window {
 /// Waits for `future` on this thread. cubecl's measurements resolve when the device
 /// reaches them (wgpu's poll thread maps the buffer, CUDA events are waited on), with
 /// no executor needed.
-pub fn block_on<F: Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
         fn wake(self: Arc<Self>) {
@@ -63,14 +63,14 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
 /// Converts `Instant`s to the tracer clock through one reading of both.
 #[derive(Clone, Copy, Debug)]
-pub struct InstantClock {
+pub(crate) struct InstantClock {
     instant: Instant,
     clock_ns: u64,
 }
 
 impl InstantClock {
     /// Reads both clocks now.
-    pub fn now() -> InstantClock {
+    pub(crate) fn now() -> InstantClock {
         InstantClock {
             instant: Instant::now(),
             clock_ns: profiler_core::tracer::clock_ns(),
@@ -78,7 +78,7 @@ impl InstantClock {
     }
 
     /// `at` on the tracer clock (signed: before its origin is negative).
-    pub fn ns(&self, at: Instant) -> i128 {
+    pub(crate) fn ns(&self, at: Instant) -> i128 {
         let base = i128::from(self.clock_ns);
         match at.checked_duration_since(self.instant) {
             Some(after) => base + after.as_nanos() as i128,
@@ -89,7 +89,7 @@ impl InstantClock {
 
 /// Reads `profile` back: its window on the tracer clock, `None` when it carried no
 /// measurement (a window the device never wrote, which cubecl reports as absent).
-pub fn read(profile: ProfileDuration, clock: &InstantClock) -> Option<Window> {
+pub(crate) fn read(profile: ProfileDuration, clock: &InstantClock) -> Option<Window> {
     let method = profile.timing_method();
     let ticks = block_on(profile.resolve())?;
     // `ProfileTicks` shows its ends only as durations since an instant: one taken
@@ -119,7 +119,7 @@ fn earliest_instant() -> Instant {
 /// One timed launch to align: when it was issued on the host (ns, tracer clock) and
 /// its window.
 #[derive(Clone, Copy, Debug)]
-pub struct Timed {
+pub(crate) struct Timed {
     /// Issued, ns.
     pub issued: u64,
     /// The device window.
@@ -130,7 +130,7 @@ pub struct Timed {
 /// clock agrees with the host's (each window inside `[session_start, collected]` and
 /// none starting before its launch), otherwise the smallest that puts no kernel
 /// before its launch.
-pub fn align(timed: &[Timed], session_start: u64, collected: u64) -> i128 {
+pub(crate) fn align(timed: &[Timed], session_start: u64, collected: u64) -> i128 {
     let Some(needed) = timed
         .iter()
         .map(|t| i128::from(t.issued) - t.window.start)
