@@ -3,6 +3,7 @@
 # few steps, with the launch -> kernel flow arrows on.
 #
 #   docs/screenshot.sh PROFILE OUT.png
+#   FIND=forward ZOOMS=1 docs/screenshot.sh PROFILE OUT.png   # framed on the first `forward`
 #
 # PROFILE is a .xplane.pb file or a logdir. XProf (`xprof --logdir`) binds every
 # interface, so it runs inside a network namespace with only loopback up, and headless
@@ -11,9 +12,11 @@
 # .ci/run or `python3 -m venv target/ci-venv && target/ci-venv/bin/pip install -r
 # tests/interop/requirements.txt`), node and npm, and `unshare -n` (root).
 #
-# The screenshot in docs/images/ was made from cuda_matmul's profile on an H200
-# (examples/gpu_checks.sh), with:
+# The screenshots in docs/images/ were made from cuda_matmul's profile on an H200
+# (examples/gpu_checks.sh), and from burn_train's on wgpu over lavapipe (docs/burn.md),
+# with:
 #   docs/screenshot.sh gpu-out/profiles/matmul docs/images/xprof-trace-viewer.png
+#   FIND=forward ZOOMS=0 docs/screenshot.sh burn-wgpu-logs docs/images/xprof-burn-wgpu.png
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -54,5 +57,5 @@ unshare -n bash -c '
         curl -sf "http://localhost:$3/" >/dev/null && break
         sleep 0.2
     done
-    node "$5/screenshot/shot.mjs" "$6" "$7"
-' _ "$xprof" "$logdir" "$port" "$work" "$here" "$url" "$out_abs"
+    node "$5/screenshot/shot.mjs" "$6" "$7" "$8" "$9"
+' _ "$xprof" "$logdir" "$port" "$work" "$here" "$url" "$out_abs" "${ZOOMS:-13}" "${FIND:-}"

@@ -54,7 +54,9 @@ mod tags;
 pub mod xspace;
 // 2. the per-thread record buffers.
 mod buffer;
-// 3. the scope hook device tracers use, called from every recorded annotation.
+// 3. the scope hook device tracers use, called from every recorded annotation, and
+// the hand-off of a thread's innermost scope to the thread that launches its work.
+mod handoff;
 mod scope;
 // 4. front ends: what applications call to record.
 pub mod alloc;

@@ -594,6 +594,12 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         doc: "how host_sampling_hz samples: auto (the default: perf_event_open, else per-thread CPU-time timers), perf, or timer",
         device: false,
     },
+    ConfigKey {
+        name: "cubecl_kernel_timing",
+        kind: ConfigKind::Bool,
+        doc: "time every kernel burn's cubecl runtimes launch on the device (wgpu's timestamp queries, CUDA and HIP events; profiler-burn), each an event of the GPU plane linked to its launch; costs the launching thread a round trip to cubecl's device thread per kernel; default false",
+        device: true,
+    },
 ];
 
 #[cfg(test)]

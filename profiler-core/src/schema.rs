@@ -75,6 +75,27 @@ pub const DOMAIN: &str = "domain";
 /// `correlation_id`); XProf draws the launch → kernel arrow from it.
 pub const CORRELATION_ID: &str = "correlation_id";
 
+/// Prefix of a GPU's plane name, `/device:GPU:<ordinal>`; XProf reads device work
+/// from planes named so (see [`crate::xspace::device`]).
+pub const GPU_PLANE_PREFIX: &str = "/device:GPU:";
+/// Stat of device work: the innermost host annotation enclosing its launch.
+pub const ANNOTATION: &str = "annotation";
+/// Stat of device work: `step_num` of the step enclosing its launch.
+pub const HOST_STEP_NUM: &str = "host_step_num";
+/// Stat of device work: the device it ran on (uint64).
+pub const DEVICE_ID: &str = "device_id";
+/// Stat of device work: the device context it ran in (uint64).
+pub const CONTEXT_ID: &str = "context_id";
+/// Stat of device work: the stream (queue) it ran on (uint64).
+pub const STREAM: &str = "stream";
+/// Stat of a kernel: its launch configuration and resources, as XProf's Kernel Stats
+/// parses it (`regs:32 static_shared:0 dynamic_shared:0 grid:8,1,1 block:256,1,1`).
+pub const KERNEL_DETAILS: &str = "kernel_details";
+/// Plane stat of a device: who made it (`Nvidia`, or the runtime that ran it).
+pub const DEVICE_VENDOR: &str = "device_vendor";
+/// Plane stat of a device: its name, as its driver reports it.
+pub const DEVICE_NAME: &str = "device_name";
+
 /// Event of a memory allocation, as TSL's allocators write them and XProf's Memory
 /// Profile reads them from `/host:CPU` (with the memory stats below).
 pub const MEMORY_ALLOCATION: &str = "MemoryAllocation";
@@ -99,8 +120,10 @@ pub const ALLOCATION_BYTES: &str = "allocation_bytes";
 /// allocation by it.
 pub const ADDRESS: &str = "addr";
 /// Stat: XProf's op of the work an event belongs to, `scope/…/name:type` (see
-/// [`crate::xspace::tf_op`]); for memory events, the annotations open on the thread
-/// that allocated.
+/// [`crate::xspace::tf_op`]): for device work, the host annotations enclosing its
+/// launch inside the step (XProf reads it for Kernel Stats' op name, Framework Op
+/// Stats' device rows and the GPU plane's derived lines); for memory events, the
+/// annotations open on the thread that allocated.
 pub const TF_OP: &str = "tf_op";
 /// Memory stat: the innermost annotation open on the thread that allocated.
 pub const REGION_TYPE: &str = "region_type";

@@ -10,7 +10,8 @@
 //!
 //! The scope hook a device tracer uses to link its work to the annotation that launched
 //! it ([`set_scope_hook`]) lives below the buffer, which every annotation calls it from;
-//! it is re-exported here.
+//! it is re-exported here, with the hand-off that carries a thread's innermost scope to
+//! the thread that launches its work ([`hand_off`], [`take_hand_off`]).
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
@@ -20,6 +21,10 @@ use crate::error::{report, Error};
 use crate::options::ProfileOptions;
 use crate::xspace::XSpace;
 
+pub use crate::handoff::{
+    accept_hand_offs, hand_off, hand_offs_accepted, hand_offs_dropped, take_hand_off, HandOff,
+    HAND_OFF_CAPACITY,
+};
 pub use crate::scope::{
     innermost_scope, keep_scope_stack, scope_depth, set_scope_hook, ScopeHook, ScopeId,
     SCOPE_STACK_DEPTH,
@@ -223,6 +228,13 @@ impl SessionClock {
         let start = self.start.checked_duration_since(epoch)?.as_nanos() as u64;
         let stop = self.stop.checked_duration_since(epoch)?.as_nanos() as u64;
         (start..=stop).contains(&clock_ns).then(|| clock_ns - start)
+    }
+
+    /// The session's start, a [`clock_ns`] reading.
+    pub fn start_clock_ns(&self) -> u64 {
+        self.start
+            .checked_duration_since(crate::clock::epoch())
+            .map_or(0, |d| d.as_nanos() as u64)
     }
 
     /// Length of the session in nanoseconds.

@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tags",
             "xspace",
             "xspace::builder",
+            "xspace::device",
             "xspace::edit",
             "xspace::event_encoding",
             "xspace::model",
@@ -49,7 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "buffer::writer",
         ],
     ),
-    ("scope hook", &["scope"]),
+    ("scope hook", &["handoff", "scope"]),
     (
         "front ends",
         &[

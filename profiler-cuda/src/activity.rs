@@ -134,6 +134,18 @@ pub enum Activity {
         /// The pushed external id.
         external_id: u64,
     },
+    /// The kernel launch `correlation_id` was made on a thread with no annotation open,
+    /// for a kernel issued on another thread (cubecl's device thread launches what the
+    /// user's thread issued: `profiler_core::tracer::hand_off`). Its
+    /// [`Activity::ExternalCorrelation`], if any, names the issuing thread's annotation;
+    /// the launch is attributed to what was open on that thread at `issued_at`, and the
+    /// call stays on the host line of the thread that made it.
+    HandedOff {
+        /// CUPTI's correlation id of the launch.
+        correlation_id: u32,
+        /// When the kernel was issued, ns on `profiler_core::tracer::clock_ns`.
+        issued_at: u64,
+    },
 }
 
 /// A memory pool as a [`Activity::Memory`] record describes it (CUPTI's

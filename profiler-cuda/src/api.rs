@@ -115,13 +115,21 @@ pub const GRAPH_LAUNCH: u8 = 2;
 /// [`flags`]: the function instantiates a graph; the nodes made inside it are the
 /// executable graph's clones.
 pub const INSTANTIATE: u8 = 4;
+/// [`flags`]: a driver function that launches one kernel (`cuLaunchKernel`,
+/// `cuLaunchKernelEx`, `cuLaunchCooperativeKernel`, `cuLaunchGrid`, `cuLaunch`): where
+/// one is called on a thread with no annotation open, it takes the annotation handed
+/// off by the thread that issued the kernel (`profiler_core::tracer::take_hand_off`:
+/// cubecl launches from a device thread of its own).
+pub const KERNEL_LAUNCH: u8 = 8;
 
 /// What the tracer needs to know about the function CUPTI calls `name`: a set of
-/// [`RECORD`], [`GRAPH_LAUNCH`] and [`INSTANTIATE`].
+/// [`RECORD`], [`GRAPH_LAUNCH`], [`INSTANTIATE`] and [`KERNEL_LAUNCH`].
 ///
 /// ```
-/// use profiler_cuda::api::{flags, GRAPH_LAUNCH, INSTANTIATE, RECORD};
-/// assert_eq!(flags("cuLaunchKernel"), RECORD);
+/// use profiler_cuda::api::{flags, GRAPH_LAUNCH, INSTANTIATE, KERNEL_LAUNCH, RECORD};
+/// assert_eq!(flags("cuLaunchKernel"), RECORD | KERNEL_LAUNCH);
+/// assert_eq!(flags("cuLaunchKernelEx_ptsz"), RECORD | KERNEL_LAUNCH);
+/// assert_eq!(flags("cudaLaunchKernel_v7000"), RECORD);
 /// assert_eq!(flags("cuGraphLaunch_ptsz"), RECORD | GRAPH_LAUNCH);
 /// assert_eq!(flags("cudaGraphInstantiateWithFlags_v11040"), RECORD | INSTANTIATE);
 /// assert_eq!(flags("cuGraphAddKernelNode_v2"), RECORD);
@@ -138,6 +146,18 @@ pub fn flags(name: &str) -> u8 {
     }
     if base.starts_with("cuGraphInstantiate") || base.starts_with("cudaGraphInstantiate") {
         flags |= INSTANTIATE;
+    }
+    // The driver's: a runtime launch reaches the driver's, which CUPTI reports too.
+    if base == "cuLaunch"
+        || [
+            "cuLaunchKernel",
+            "cuLaunchCooperativeKernel",
+            "cuLaunchGrid",
+        ]
+        .iter()
+        .any(|f| base.starts_with(f))
+    {
+        flags |= KERNEL_LAUNCH;
     }
     flags
 }

@@ -49,8 +49,15 @@ pub struct Call {
     pub start: u64,
     /// Exit, in ticks.
     pub end: u64,
-    /// The annotation open on the calling thread at the call.
+    /// The annotation open on the calling thread at the call; for a kernel launch made
+    /// on a thread with none open, the one handed off by the thread that issued the
+    /// kernel (see [`Call::issued_at`]).
     pub scope: Option<ScopeId>,
+    /// For a kernel launch that took a hand-off (`profiler_core::tracer::take_hand_off`:
+    /// issued on another thread, launched on this one, as cubecl's device thread
+    /// launches what the user's thread issued), when the kernel was issued, in ticks;
+    /// 0 otherwise.
+    pub issued_at: u64,
     /// CUPTI's correlation id, which device work the call launched carries too.
     pub correlation_id: u32,
     /// CUPTI's callback id of the function (its name, in `domain`).
@@ -73,7 +80,7 @@ pub struct ThreadCalls {
     pub dropped: u64,
 }
 
-/// Calls per chunk of a thread's log (48 bytes each).
+/// Calls per chunk of a thread's log (56 bytes each).
 const CHUNK: usize = 1024;
 
 struct Chunk {
@@ -331,13 +338,15 @@ pub fn collect(generation: u64) -> Vec<ThreadCalls> {
 }
 
 /// What the conversion reads of a session's calls: an [`Activity::Api`] per call, an
-/// [`Activity::ExternalCorrelation`] for each made inside an annotation, and the
+/// [`Activity::ExternalCorrelation`] for each made inside an annotation (or for a
+/// launch that took a hand-off, an [`Activity::HandedOff`] beside it), and the
 /// (correlation id, executable graph) of each graph launch. `name` gives a function's
 /// name from its domain and callback id (CUPTI's names, looked up once per function);
 /// `to_clock_ns` converts the calls' ticks to the clock activity records are on.
 ///
 /// [`Activity::Api`]: crate::activity::Activity::Api
 /// [`Activity::ExternalCorrelation`]: crate::activity::Activity::ExternalCorrelation
+/// [`Activity::HandedOff`]: crate::activity::Activity::HandedOff
 pub fn into_activities(
     threads: Vec<ThreadCalls>,
     mut name: impl FnMut(ApiDomain, u32) -> String,
@@ -358,6 +367,12 @@ pub fn into_activities(
                 activities.push(Activity::ExternalCorrelation {
                     correlation_id: call.correlation_id,
                     external_id: scope.to_u64(),
+                });
+            }
+            if call.issued_at != 0 {
+                activities.push(Activity::HandedOff {
+                    correlation_id: call.correlation_id,
+                    issued_at: to_clock_ns(call.issued_at),
                 });
             }
             if call.graph_exec_id != 0 {
@@ -390,6 +405,11 @@ pub enum Site {
 /// this thread. Nothing is recorded outside a session, nor for a call entered before
 /// it started.
 ///
+/// A kernel launch (`launches_kernel`: the driver's launch functions) made where no
+/// annotation is open takes the oldest hand-off (`profiler_core::tracer::take_hand_off`),
+/// so a kernel cubecl's device thread launches carries the annotation open where the
+/// user's thread issued it: one atomic load while nothing was handed off.
+///
 /// # Safety
 /// `correlation_data` is CUPTI's `CUpti_CallbackData::correlationData`: valid for
 /// reads and writes of a `u64`, the same pointer on entry and exit of one call.
@@ -401,6 +421,7 @@ pub unsafe fn on_api(
     correlation_id: u32,
     correlation_data: *mut u64,
     graph_exec_id: u32,
+    launches_kernel: bool,
 ) {
     let generation = GENERATION.load(Ordering::Relaxed);
     match site {
@@ -420,10 +441,19 @@ pub unsafe fn on_api(
             if generation == 0 || start == 0 {
                 return;
             }
+            let mut scope = profiler_core::tracer::innermost_scope();
+            let mut issued_at = 0;
+            if scope.is_none() && launches_kernel {
+                if let Some(handed) = profiler_core::tracer::take_hand_off() {
+                    scope = handed.scope;
+                    issued_at = handed.at.max(1);
+                }
+            }
             let call = Call {
                 start,
                 end: clock::now(),
-                scope: profiler_core::tracer::innermost_scope(),
+                scope,
+                issued_at,
                 correlation_id,
                 cbid,
                 domain,
@@ -452,6 +482,7 @@ pub(crate) mod tests {
                 correlation_id,
                 &mut data,
                 0,
+                true,
             );
             on_api(
                 ApiDomain::Driver,
@@ -460,6 +491,7 @@ pub(crate) mod tests {
                 correlation_id,
                 &mut data,
                 0,
+                true,
             );
         }
     }
@@ -500,10 +532,10 @@ pub(crate) mod tests {
         // Entered inside the session, returning after it: left out.
         let mut data = 0u64;
         // SAFETY: `data` lives across both calls.
-        unsafe { on_api(ApiDomain::Runtime, 211, Site::Enter, 4, &mut data, 0) };
+        unsafe { on_api(ApiDomain::Runtime, 211, Site::Enter, 4, &mut data, 0, false) };
         end_session();
         // SAFETY: as above.
-        unsafe { on_api(ApiDomain::Runtime, 211, Site::Exit, 4, &mut data, 0) };
+        unsafe { on_api(ApiDomain::Runtime, 211, Site::Exit, 4, &mut data, 0, false) };
         let got = mine(collect(generation));
         let ids: Vec<u32> = got.calls.iter().map(|c| c.correlation_id).collect();
         assert_eq!(ids, [2, 3]);
@@ -581,6 +613,7 @@ pub(crate) mod tests {
             start: 10,
             end: 20,
             scope,
+            issued_at: 0,
             correlation_id,
             cbid: 307,
             domain: ApiDomain::Driver,
@@ -592,6 +625,11 @@ pub(crate) mod tests {
                 call(1, Some(scope), 0),
                 call(2, None, 0),
                 call(3, Some(scope), 9),
+                // A launch that took a hand-off: issued at tick 6 elsewhere.
+                Call {
+                    issued_at: 6,
+                    ..call(4, Some(scope), 0)
+                },
             ],
             dropped: 0,
         }];
@@ -606,7 +644,14 @@ pub(crate) mod tests {
         );
         assert_eq!(asked, 1, "one name lookup per function");
         assert_eq!(launches, [(3, 9)]);
-        assert_eq!(activities.len(), 5);
+        assert_eq!(activities.len(), 8);
+        assert_eq!(
+            activities[6],
+            Activity::HandedOff {
+                correlation_id: 4,
+                issued_at: 12
+            }
+        );
         assert_eq!(
             activities[0],
             Activity::ExternalCorrelation {

@@ -6,15 +6,12 @@
 /// exporters draw the flow from it too.
 pub use profiler_core::schema::CORRELATION_ID;
 
-/// Stat: XProf's (TSL's) op of device work, `scope/…/name:type`, from the host
-/// annotations enclosing its launch inside the step: XProf reads it for Kernel Stats'
-/// op name, Framework Op Stats' device rows and the GPU plane's derived "Framework
-/// Name Scope" and "Framework Ops" lines.
-pub const TF_OP: &str = "tf_op";
-/// Stat: the innermost host annotation enclosing the launch of device work.
-pub const ANNOTATION: &str = "annotation";
-/// Stat: `step_num` of the step enclosing the launch of device work.
-pub const HOST_STEP_NUM: &str = "host_step_num";
+/// The stats every device tracer's work carries, named once in `profiler_core::schema`
+/// (cubecl's tracer in `profiler-burn` writes them too): XProf's op (`tf_op`), the
+/// innermost annotation, the step, and where the work ran.
+pub use profiler_core::schema::{
+    ANNOTATION, CONTEXT_ID, DEVICE_ID, HOST_STEP_NUM, KERNEL_DETAILS, STREAM, TF_OP,
+};
 /// Stat (TSL's): the innermost NVTX range open on the launching thread when the launch
 /// of device work was made (`gpu_enable_nvtx_tracking`).
 pub const NVTX_RANGE: &str = "nvtx_range";
@@ -38,14 +35,6 @@ pub const CUDA_GRAPH_NODE_MAPPING: &str = "cuda_graph_node_mapping";
 /// devices were left out of the profile.
 pub const DEVICES_LEFT_OUT: &str = "devices_left_out";
 
-/// Stats of every kernel, copy and memset: where it ran.
-pub const DEVICE_ID: &str = "device_id";
-/// See [`DEVICE_ID`].
-pub const CONTEXT_ID: &str = "context_id";
-/// See [`DEVICE_ID`].
-pub const STREAM: &str = "stream";
-/// A kernel's launch configuration and resources, as XProf's Kernel Stats parses it.
-pub const KERNEL_DETAILS: &str = "kernel_details";
 /// A copy's kinds and size.
 pub const MEMCPY_DETAILS: &str = "memcpy_details";
 /// A memset's size.
@@ -66,8 +55,8 @@ pub mod device {
     pub const COMPUTE_CAP_MAJOR: &str = "compute_cap_major";
     /// Compute capability, minor.
     pub const COMPUTE_CAP_MINOR: &str = "compute_cap_minor";
-    /// `Nvidia`.
-    pub const VENDOR: &str = "device_vendor";
     /// The device's name, as the driver reports it.
-    pub const NAME: &str = "device_name";
+    pub use profiler_core::schema::DEVICE_NAME as NAME;
+    /// `Nvidia`.
+    pub use profiler_core::schema::DEVICE_VENDOR as VENDOR;
 }

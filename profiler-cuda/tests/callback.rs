@@ -62,10 +62,12 @@ impl Tracer for SyntheticDevice {
     fn start(&mut self) -> Result<(), profiler_core::Error> {
         GENERATION.store(calls::begin_session(1 << 20), Ordering::Relaxed);
         tracer::keep_scope_stack(true);
+        tracer::accept_hand_offs(true);
         Ok(())
     }
     fn stop(&mut self) -> Result<(), profiler_core::Error> {
         tracer::keep_scope_stack(false);
+        tracer::accept_hand_offs(false);
         calls::end_session();
         Ok(())
     }
@@ -168,6 +170,95 @@ fn a_launch_carries_the_annotation_open_on_its_thread() {
         .lines
         .iter()
         .any(|l| l.name.starts_with("CUDA API (thread")));
+}
+
+/// cubecl's shape: the user's thread issues each kernel inside its annotations (and
+/// hands the annotation off, as profiler-burn's launch observer does), and cubecl's
+/// device thread, where no annotation is open, launches it later, after the user's
+/// thread moved on.
+#[test]
+fn a_launch_on_a_device_thread_carries_the_annotation_its_kernel_was_issued_under() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    tracer::register(factory);
+    // What the live tracer learns from CUPTI's names: 307 is a kernel launch.
+    profiler_cuda::synthetic::set_function_name(
+        calls::ApiDomain::Driver,
+        CU_LAUNCH_KERNEL,
+        "cuLaunchKernel",
+    );
+    let (issue, issued) = std::sync::mpsc::channel::<u32>();
+    let device = std::thread::Builder::new()
+        .name("DSD-cubecl-0".into())
+        .spawn(move || {
+            let mut launched = Vec::new();
+            // Bounded: the sender hangs up after the last kernel.
+            while let Ok(id) = issued.recv() {
+                assert_eq!(
+                    tracer::scope_depth(),
+                    0,
+                    "no annotation on the device thread"
+                );
+                launch(id);
+                launched.push(id);
+            }
+            launched
+        })
+        .expect("device thread");
+    session::start(ProfileOptions::default(), None).expect("start");
+    {
+        let _step = trace!("Train", step_num = 5);
+        let _fwd = trace!("forward");
+        for (layer, id) in [("fc1", 11), ("relu", 12), ("fc2", 13)] {
+            let _layer = profiler_core::Trace::new(layer);
+            assert!(
+                tracer::hand_off(),
+                "hand-offs are accepted while the tracer runs"
+            );
+            issue.send(id).expect("device thread alive");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    // Issued outside every annotation: launched with no annotation.
+    assert!(tracer::hand_off());
+    issue.send(14).expect("device thread alive");
+    drop(issue);
+    let launched = device.join().expect("device thread");
+    assert_eq!(launched, [11, 12, 13, 14]);
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    let space = session::stop().expect("stop").into_xspace();
+    assert!(!tracer::hand_offs_accepted(), "not past the session");
+
+    let gpu = space.plane("/device:GPU:0").expect("a GPU plane");
+    let op = |kernel| {
+        let event = gpu
+            .lines
+            .iter()
+            .flat_map(|l| &l.events)
+            .find(|e| gpu.event_name(e.metadata_id) == Some(kernel))?;
+        gpu.find_text(&event.stats, convert::TF_OP)
+    };
+    assert_eq!(op("kernel_11"), Some("forward/fc1:fc1"));
+    assert_eq!(op("kernel_12"), Some("forward/relu:relu"));
+    assert_eq!(op("kernel_13"), Some("forward/fc2:fc2"));
+    assert_eq!(op("kernel_14"), None);
+    assert_eq!(
+        stat(gpu, convert::HOST_STEP_NUM, "kernel_12").and_then(XStatValue::as_i64),
+        Some(5)
+    );
+    // The launches stay on the device thread's own line, each with its flow to its
+    // kernel; none is drawn on the user's thread.
+    let host = space.plane(schema::HOST_PLANE).expect("host plane");
+    let launches_on = |api_lines: bool| {
+        host.lines
+            .iter()
+            .filter(|l| l.name.starts_with("CUDA API (thread") == api_lines)
+            .flat_map(|l| &l.events)
+            .filter(|e| host.event_name(e.metadata_id) == Some("cuLaunchKernel"))
+            .filter(|e| host.find_stat(&e.stats, schema::CORRELATION_ID).is_some())
+            .count()
+    };
+    assert_eq!(launches_on(true), 4);
+    assert_eq!(launches_on(false), 0);
 }
 
 #[test]

@@ -5,6 +5,9 @@ belongs to, and that the host lines hold only the CUDA API calls that matter.
 Usage: python tests/interop/xprof_gpu_ops.py --xplane PATH \
            [--expect-op KERNEL=OP_NAME ...]          kernel_stats: every row of KERNEL
                                                      has op_name OP_NAME
+           [--expect-kernel-under KERNEL=OP_NAME ...] kernel_stats: a row of KERNEL has
+                                                     op_name OP_NAME (a kernel run by
+                                                     several ops)
            [--expect-framework-op OP_NAME[=TYPE] ...] framework_op_stats: a Device row
                                                      for OP_NAME (of type TYPE)
            [--expect-derived-line LINE[=EVENT,...] ...]  trace viewer: a line of the GPU
@@ -117,6 +120,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--xplane", required=True)
     ap.add_argument("--expect-op", nargs="+", default=[], metavar="KERNEL=OP_NAME")
+    ap.add_argument("--expect-kernel-under", nargs="+", default=[], metavar="KERNEL=OP_NAME")
     ap.add_argument("--expect-framework-op", nargs="+", default=[], metavar="OP_NAME[=TYPE]")
     ap.add_argument("--expect-derived-line", nargs="+", default=[], metavar="LINE[=EVENT,...]")
     ap.add_argument("--absent-host-event", nargs="+", default=[], metavar="NAME")
@@ -127,7 +131,7 @@ def main() -> int:
     if not os.path.isfile(args.xplane):
         print(f"xprof_gpu_ops: no such file: {args.xplane}", file=sys.stderr)
         return 2
-    for spec in args.expect_op + args.min_overview:
+    for spec in args.expect_op + args.expect_kernel_under + args.min_overview:
         if "=" not in spec:
             print(f"xprof_gpu_ops: {spec!r} needs the form KEY=VALUE", file=sys.stderr)
             return 2
@@ -168,6 +172,14 @@ def main() -> int:
                 failures.append(f"kernel_stats: {kernel} has op_name {sorted(got or [])}, not "
                                 f"{op!r} (XProf takes it from the kernel's `tf_op` stat, "
                                 "'scope/name:type')")
+        for spec in args.expect_kernel_under:
+            kernel, op = spec.split("=", 1)
+            got = by_kernel.get(kernel) or set()
+            print(f"  kernel {kernel} under {op!r}: {'OK' if op in got else 'MISSING'}")
+            if op not in got:
+                failures.append(f"kernel_stats: no row of {kernel} under op {op!r} (its rows: "
+                                f"{sorted(got)}; XProf needs `kernel_details` to take an event "
+                                "for a kernel, and its `tf_op` for the op)")
 
     # ---- framework_op_stats: device rows ----
     if outputs["framework_op_stats"] is not None:

@@ -10,9 +10,13 @@
 //! plane in [`XEventMetadata`] / [`XStatMetadata`] maps keyed by id; [`PlaneBuilder`]
 //! does that interning for a plane made from scratch, [`Interner`] for one that
 //! already has metadata, and [`merge_into_line`] adds events to an existing line.
-//! [`tf_op`] spells a stack of annotations as the op XProf files work under.
+//! [`tf_op`] spells a stack of annotations as the op XProf files work under,
+//! [`HostScopes`] finds what enclosed a moment on a host thread (the stack a launch of
+//! device work was made under, the step a sample fell in), and
+//! [`device`] builds the planes device tracers add (`/device:GPU:<n>`).
 
 mod builder;
+pub mod device;
 mod edit;
 mod event_encoding;
 mod model;

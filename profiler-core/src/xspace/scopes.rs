@@ -1,7 +1,8 @@
 //! What enclosed a moment on a host thread: the annotations open on its line and the
 //! step they are in, found from the host plane's events after the session (no thread
 //! is read while it runs). A device tracer files each launch under them (XProf's
-//! `tf_op`); the sampler of native stacks labels each sample with them.
+//! `tf_op`, `annotation`, `host_step_num`: see [`super::device::push_launch_stats`]);
+//! the sampler of native stacks labels each sample with them.
 
 use std::rc::Rc;
 
@@ -62,24 +63,43 @@ pub struct HostScopes {
 impl HostScopes {
     /// The scopes of `space`'s host plane (none without one).
     pub fn of_space(space: &XSpace) -> HostScopes {
+        HostScopes::of_space_without(space, &[])
+    }
+
+    /// The scopes of `space`'s host plane, leaving out the events named in `left_out`:
+    /// a runtime's own spans around its launches (cubecl's `launch_inner`, recorded
+    /// through the tracing layer) are not what the user's work ran under.
+    pub fn of_space_without(space: &XSpace, left_out: &[&str]) -> HostScopes {
         space
             .planes
             .iter()
             .find(|p| p.name == schema::HOST_PLANE)
-            .map(HostScopes::new)
+            .map(|p| HostScopes::new_without(p, left_out))
             .unwrap_or_default()
     }
 
     /// The scopes of the host plane `plane`.
     pub fn new(plane: &XPlane) -> HostScopes {
+        HostScopes::new_without(plane, &[])
+    }
+
+    /// The scopes of the host plane `plane`, leaving out the events named in
+    /// `left_out` (see [`HostScopes::of_space_without`]).
+    pub fn new_without(plane: &XPlane, left_out: &[&str]) -> HostScopes {
         let step_id = plane.stat_id(schema::STEP_NUM);
+        let skipped: Vec<i64> = plane
+            .event_metadata
+            .iter()
+            .filter(|(_, m)| left_out.contains(&m.name.as_str()))
+            .map(|(id, _)| *id)
+            .collect();
         let mut lines = HashMap::default();
         let mut steps = Vec::new();
         for line in &plane.lines {
             let mut events: Vec<Scope> = line
                 .events
                 .iter()
-                .filter(|e| e.duration_ps > 0)
+                .filter(|e| e.duration_ps > 0 && !skipped.contains(&e.metadata_id))
                 .map(|e| {
                     let (start, end) = line.event_span_ps(e);
                     Scope {
@@ -283,5 +303,28 @@ mod tests {
         assert_eq!(scopes.step_at(220), Some(9));
         assert_eq!(scopes.step_at(300), None);
         assert_eq!(scopes.step_at(-5), None);
+    }
+
+    #[test]
+    fn a_runtimes_own_span_is_left_out() {
+        // Train 1 > fc1 > launch_inner (cubecl's span around the launch).
+        let plane = plane_with(&[
+            ("Train", 0, 100, Some(1)),
+            ("fc1", 10, 90, None),
+            ("launch_inner", 20, 30, None),
+        ]);
+        let space = XSpace {
+            planes: vec![plane],
+            ..XSpace::default()
+        };
+        let with = HostScopes::of_space(&space)
+            .enclosing(3, 25)
+            .expect("in it");
+        assert_eq!(with.tf_op.as_deref(), Some("fc1/launch_inner:launch_inner"));
+        let without = HostScopes::of_space_without(&space, &["launch_inner"])
+            .enclosing(3, 25)
+            .expect("in it");
+        assert_eq!(without.tf_op.as_deref(), Some("fc1:fc1"));
+        assert_eq!((&*without.annotation, without.step), ("fc1", Some(1)));
     }
 }

@@ -8,31 +8,32 @@ use std::rc::Rc;
 use super::maps::HashMap;
 
 use profiler_core::schema;
+use profiler_core::xspace::device::{
+    gpu_plane, push_launch_stats, share_one_timestamp, text_stat as text, StreamLines,
+};
 use profiler_core::xspace::{
-    merge_into_line, ps, PlaneBuilder, Stats, XEvent, XPlane, XSpace, XStat, XStatValue,
+    merge_into_line, ps, Enclosing, PlaneBuilder, Stats, XEvent, XPlane, XSpace, XStat, XStatValue,
 };
 
 use crate::activity::{Activity, DeviceTrace, Placement};
 use crate::kernel::KernelDetails;
 use crate::occupancy::{theoretical_occupancy, SmLimits};
 use crate::stats::{
-    self, device, ANNOTATION, CORRELATION_ID, CUDA_GRAPH_EXEC_ID, CUDA_GRAPH_ID,
-    CUDA_GRAPH_NODE_ID, CUDA_GRAPH_NODE_MAPPING, DEVICE_BYTES_IN_USE, HOST_STEP_NUM, NVTX_RANGE,
-    TF_OP,
+    self, device, CORRELATION_ID, CUDA_GRAPH_EXEC_ID, CUDA_GRAPH_ID, CUDA_GRAPH_NODE_ID,
+    CUDA_GRAPH_NODE_MAPPING, DEVICE_BYTES_IN_USE, NVTX_RANGE,
 };
 
 use super::graphs::Graphs;
-use super::host::LaunchedIn;
 use super::memory::Change;
 
 /// Plane id of `/device:GPU:<n>`: TSL numbers GPU planes from 1; prof's host plane is 49.
-pub const GPU_PLANE_BASE_ID: i64 = 1;
+pub use profiler_core::xspace::device::GPU_PLANE_BASE_ID;
 
 /// What the host side of a trace knows of each launch, to attribute the device work
 /// it started: per correlation id, the annotations and step the launch ran under and
 /// its innermost NVTX range; and what the nodes of CUDA graphs were captured under.
 pub(super) struct Attribution<'a> {
-    pub(super) launched_in: &'a HashMap<u32, LaunchedIn>,
+    pub(super) launched_in: &'a HashMap<u32, Enclosing>,
     pub(super) nvtx_ranges: &'a HashMap<u32, String>,
     pub(super) graphs: &'a Graphs,
 }
@@ -40,13 +41,13 @@ pub(super) struct Attribution<'a> {
 impl Attribution<'_> {
     /// What the work at `at` ran under. Work inside a graph runs under what its node
     /// was captured under, in the step of the launch that replayed it.
-    fn launched(&self, at: &Placement) -> Option<Cow<'_, LaunchedIn>> {
+    fn launched(&self, at: &Placement) -> Option<Cow<'_, Enclosing>> {
         let launch = self.launched_in.get(&at.correlation_id);
         let captured = (at.graph_node_id != 0)
             .then(|| self.graphs.captured_in(at.graph_node_id))
             .flatten();
         match captured {
-            Some(c) => Some(Cow::Owned(LaunchedIn {
+            Some(c) => Some(Cow::Owned(Enclosing {
                 step: launch.and_then(|l| l.step).or(c.step),
                 ..c.clone()
             })),
@@ -311,7 +312,7 @@ impl Details {
 struct DevicePlane {
     plane: PlaneBuilder,
     /// Events per stream, with session-relative offsets.
-    streams: BTreeMap<u32, (Vec<XEvent>, Vec<&'static str>)>,
+    streams: StreamLines,
     /// Counter samples, with session-relative offsets.
     counters: Vec<XEvent>,
     /// The counters' names, for their display names.
@@ -323,25 +324,11 @@ struct DevicePlane {
     common: Option<[i64; 4]>,
 }
 
-/// A text stat as a reference to the string interned in the plane's stat metadata, as
-/// TSL writes `kernel_details` and `tf_op` for JAX and TensorFlow: the few distinct
-/// strings (a program's kernel shapes, its annotation stacks) are stored once, not once
-/// an event, and an event takes no allocation for them. XProf reads either form.
-fn text(p: &mut PlaneBuilder, name: &str, value: &str) -> XStat {
-    XStat {
-        metadata_id: p.stat_metadata_id(name),
-        value: Some(XStatValue::Ref(p.stat_metadata_id(value) as u64)),
-    }
-}
-
 impl DevicePlane {
     fn new(ordinal: u32) -> DevicePlane {
         DevicePlane {
-            plane: PlaneBuilder::new(
-                GPU_PLANE_BASE_ID + i64::from(ordinal),
-                format!("/device:GPU:{ordinal}"),
-            ),
-            streams: BTreeMap::new(),
+            plane: gpu_plane(ordinal),
+            streams: StreamLines::new(),
             counters: Vec::new(),
             counter_names: std::collections::BTreeSet::new(),
             common: None,
@@ -386,7 +373,7 @@ impl DevicePlane {
         (start, end): (u64, u64),
         at: &Placement,
         details: Details,
-        launched_in: Option<&LaunchedIn>,
+        launched_in: Option<&Enclosing>,
         nvtx_range: Option<&String>,
     ) {
         let p = &mut self.plane;
@@ -428,13 +415,7 @@ impl DevicePlane {
             stats.push(p.stat(CUDA_GRAPH_NODE_ID, XStatValue::Uint64(at.graph_node_id)));
         }
         if let Some(launched) = launched_in {
-            if let Some(tf_op) = &launched.tf_op {
-                stats.push(text(p, TF_OP, tf_op));
-            }
-            stats.push(text(p, ANNOTATION, &launched.annotation));
-            if let Some(step) = launched.step {
-                stats.push(p.stat(HOST_STEP_NUM, XStatValue::Int64(step)));
-            }
+            push_launch_stats(p, &mut stats, launched);
         }
         if let Some(range) = nvtx_range {
             stats.push(text(p, NVTX_RANGE, range));
@@ -445,11 +426,7 @@ impl DevicePlane {
             ps(end.saturating_sub(start)),
         )
         .with_stats(stats);
-        let (events, kinds) = self.streams.entry(at.stream_id).or_default();
-        events.push(event);
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
-        }
+        self.streams.push(at.stream_id, kind, event);
     }
 
     fn build(self) -> XPlane {
@@ -461,10 +438,7 @@ impl DevicePlane {
                 }
             }
         }
-        for (stream, (events, kinds)) in self.streams {
-            let name = format!("Stream #{stream}({})", kinds.join(","));
-            merge_into_line(&mut plane, i64::from(stream), &name, events);
-        }
+        self.streams.add_to(&mut plane);
         if !self.counters.is_empty() {
             // Stream lines are numbered by stream id; this id is apart from them.
             let id = i64::from(schema::COUNTERS_LINE_ID);
@@ -472,27 +446,6 @@ impl DevicePlane {
         }
         share_one_timestamp(&mut plane);
         plane
-    }
-}
-
-/// Puts every line of `plane` on the earliest line's `timestamp_ns`, as TSL's CUPTI
-/// collector writes GPU planes: XProf measures a GPU's busy span from events' offsets
-/// within their lines (`ConvertDeviceTraceXPlaneToOpMetricsDb`), which compare only
-/// when the lines share one base.
-fn share_one_timestamp(plane: &mut XPlane) {
-    let Some(base) = plane.lines.iter().map(|l| l.timestamp_ns).min() else {
-        return;
-    };
-    for line in &mut plane.lines {
-        let shift_ps = (line.timestamp_ns - base).saturating_mul(1000);
-        if shift_ps == 0 {
-            continue;
-        }
-        for e in &mut line.events {
-            e.set_offset_ps(e.offset_ps() + shift_ps);
-        }
-        line.timestamp_ns = base;
-        line.duration_ps += shift_ps;
     }
 }
 

@@ -16,14 +16,14 @@ use profiler_core::xspace::ps;
 use crate::activity::{Activity, DeviceTrace};
 use crate::graphs::GraphNote;
 
-use super::host::{HostScopes, LaunchedIn};
+use profiler_core::xspace::{Enclosing, HostScopes};
 
 /// A node as it was made.
 struct Original {
     graph_id: u32,
     node_type: u32,
     /// What the capture ran under, if anything was open.
-    captured_in: Option<LaunchedIn>,
+    captured_in: Option<Enclosing>,
 }
 
 /// What the tracer noted about a session's graphs, resolved.
@@ -108,7 +108,7 @@ impl Graphs {
 
     /// What the capture of `node` ran under (`None`: a node made before the session
     /// or outside any annotation, whose work then takes its launch's annotation).
-    pub(super) fn captured_in(&self, node: u64) -> Option<&LaunchedIn> {
+    pub(super) fn captured_in(&self, node: u64) -> Option<&Enclosing> {
         self.original(node)?.1.captured_in.as_ref()
     }
 

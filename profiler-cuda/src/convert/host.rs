@@ -13,7 +13,7 @@ use profiler_core::tracer::ScopeId;
 use profiler_core::xspace::{
     merge_into_line, ps, Interner, Stats, XEvent, XPlane, XSpace, XStatValue,
 };
-pub(super) use profiler_core::xspace::{Enclosing as LaunchedIn, HostScopes};
+use profiler_core::xspace::{Enclosing, HostScopes};
 
 use crate::activity::{Activity, DeviceTrace};
 use crate::api::api_recorded_by_default;
@@ -23,7 +23,7 @@ use crate::stats::{CORRELATION_ID, CUDA_GRAPH_ID};
 pub(super) struct Launches {
     /// Per correlation id of an API call that launched device work (or allocated
     /// device memory), what it ran under.
-    pub(super) launched_in: HashMap<u32, LaunchedIn>,
+    pub(super) launched_in: HashMap<u32, Enclosing>,
     /// Launches whose annotation was left off, over `gpu_max_annotation_strings`.
     pub(super) unannotated: u64,
     /// The cap on distinct annotation stacks.
@@ -85,6 +85,13 @@ struct KeptCall<'a> {
     /// The annotation open on the calling thread, as CUPTI's external correlation
     /// record names it.
     scope: Option<ScopeId>,
+    /// Whether the launch was handed off: made on a thread with no annotation open
+    /// (cubecl's device thread) for work another thread issued, under `scope`.
+    handed_off: bool,
+    /// When to look up what the call ran under on `scope`'s line: the call's start,
+    /// or for a handed-off launch, when its work was issued (`None` when that lies
+    /// outside the session).
+    looked_up_at: Option<u64>,
     /// Whether this call links to device work it launched.
     launches: bool,
     /// Whether the call allocated or released device memory.
@@ -99,6 +106,9 @@ struct Selection<'a> {
     /// The annotation scope of each correlation id, from CUPTI's external
     /// correlation records.
     external: HashMap<u32, ScopeId>,
+    /// Launches made for work issued on another thread, by correlation id: when it
+    /// was issued (CUPTI's clock).
+    issued: HashMap<u32, u64>,
     /// Per correlation id, the outermost of its calls: (index, start, end).
     outermost: HashMap<u32, (usize, u64, u64)>,
     /// Calls left out, by name.
@@ -122,11 +132,23 @@ impl<'a> Selection<'a> {
                 _ => None,
             })
             .collect();
+        let issued = trace
+            .activities
+            .iter()
+            .filter_map(|a| match a {
+                Activity::HandedOff {
+                    correlation_id,
+                    issued_at,
+                } => Some((*correlation_id, *issued_at)),
+                _ => None,
+            })
+            .collect();
         Selection {
             all_api_calls: trace.all_api_calls,
             launched,
             allocating,
             external,
+            issued,
             outermost: outermost_calls(trace),
             left_out: BTreeMap::new(),
         }
@@ -162,13 +184,20 @@ impl<'a> Selection<'a> {
             *self.left_out.entry(name.clone()).or_default() += 1;
             return None;
         }
+        let start = to_session_ns(*start)?;
+        let issued = self.issued.get(correlation_id).copied();
         Some(KeptCall {
             name,
-            start: to_session_ns(*start)?,
+            start,
             end: to_session_ns(*end)?,
             thread_id: *thread_id,
             correlation_id: *correlation_id,
             scope: self.external.get(correlation_id).copied(),
+            handed_off: issued.is_some(),
+            looked_up_at: match issued {
+                Some(at) => to_session_ns(at),
+                None => Some(start),
+            },
             launches,
             allocates,
         })
@@ -207,7 +236,7 @@ fn outermost_calls(trace: &DeviceTrace) -> HashMap<u32, (usize, u64, u64)> {
 /// annotations open at it, within the cap on the distinct strings device work carries
 /// (`gpu_max_annotation_strings`).
 struct Annotations {
-    launched_in: HashMap<u32, LaunchedIn>,
+    launched_in: HashMap<u32, Enclosing>,
     /// The strings attached so far.
     attached: HashSet<Rc<str>>,
     limit: usize,
@@ -226,11 +255,13 @@ impl Annotations {
         }
     }
 
-    /// Attributes `call` to the annotations enclosing it on its thread's line, if any.
+    /// Attributes `call` to the annotations enclosing it on its thread's line (for a
+    /// handed-off launch, on the issuing thread's line when it issued), if any.
     fn attach(&mut self, call: &KeptCall<'_>, scopes: &mut HostScopes) {
         let Some(found) = call
             .scope
-            .and_then(|s| scopes.enclosing(s.line, ps(call.start)))
+            .zip(call.looked_up_at)
+            .and_then(|(s, at)| scopes.enclosing(s.line, ps(at)))
         else {
             return;
         };
@@ -280,7 +311,8 @@ impl ApiLines {
         let Some((_, plane, names)) = self.host.as_mut() else {
             return;
         };
-        let line = match call.scope {
+        // A handed-off launch stays on the line of the thread that made the call.
+        let line = match call.scope.filter(|_| !call.handed_off) {
             Some(s) => (i64::from(s.line), String::new()),
             None => (
                 i64::from(schema::DEVICE_API_LINES_ID + (call.thread_id & 0xff_ffff)),

@@ -30,7 +30,7 @@ use profiler_core::xspace::{merge_into_line, ps, Interner, Stats, XEvent, XSpace
 use crate::activity::{Activity, DeviceTrace};
 use crate::layout::memory_operation::{ALLOCATION, RELEASE};
 
-use super::host::LaunchedIn;
+use profiler_core::xspace::Enclosing;
 
 /// `CUpti_ActivityMemoryKind`s that live on the device: device, array, device static.
 /// Pageable and pinned host memory, and managed memory, are left out.
@@ -170,7 +170,7 @@ pub(super) fn add_events(
     changes: &[Change],
     space: &mut XSpace,
     to_session_ns: &dyn Fn(u64) -> Option<u64>,
-    annotated: &HashMap<u32, LaunchedIn>,
+    annotated: &HashMap<u32, Enclosing>,
 ) {
     let Some(host) = space
         .planes

@@ -144,9 +144,8 @@ fn only_devices(trace: &DeviceTrace, n: u32) -> (DeviceTrace, u32) {
         .iter()
         .filter(|a| match a {
             Activity::Api { correlation_id, .. }
-            | Activity::ExternalCorrelation { correlation_id, .. } => {
-                !only_elsewhere(correlation_id)
-            }
+            | Activity::ExternalCorrelation { correlation_id, .. }
+            | Activity::HandedOff { correlation_id, .. } => !only_elsewhere(correlation_id),
             other => device_of(other).is_none_or(|d| d < n),
         })
         .cloned()
@@ -213,7 +212,7 @@ pub fn add_to_space(
     let blocks = memory::blocks(trace);
     let allocating = blocks.iter().map(|b| b.correlation_id()).collect();
     // The host's annotations before the API calls join its lines.
-    let mut scopes = host::HostScopes::of_space(space);
+    let mut scopes = profiler_core::xspace::HostScopes::of_space(space);
     let graphs = graphs::Graphs::new(trace, &mut scopes, to_session_ns);
     let launches = host::add_api_calls(
         trace,

@@ -200,6 +200,8 @@ pub struct CuptiTracer {
     warnings: Vec<String>,
     graph_notes: Vec<GraphNote>,
     pm_samples: Vec<PmSample>,
+    /// Hand-offs of issuing threads' annotations dropped because their ring was full.
+    hand_offs_dropped: u64,
 }
 
 impl CuptiTracer {
@@ -213,6 +215,7 @@ impl CuptiTracer {
             warnings: Vec::new(),
             graph_notes: Vec::new(),
             pm_samples: Vec::new(),
+            hand_offs_dropped: 0,
         }
     }
 
@@ -274,6 +277,9 @@ impl Tracer for CuptiTracer {
         self.generation = calls::begin_session(self.settings.max_api);
         graphs::begin_session();
         tracer::keep_scope_stack(true);
+        // Kernels issued on one thread and launched on another (cubecl) carry the
+        // issuing thread's annotation.
+        tracer::accept_hand_offs(true);
         self.running = true;
         Ok(())
     }
@@ -283,6 +289,8 @@ impl Tracer for CuptiTracer {
             return Ok(());
         }
         tracer::keep_scope_stack(false);
+        self.hand_offs_dropped = tracer::hand_offs_dropped();
+        tracer::accept_hand_offs(false);
         calls::end_session();
         self.graph_notes = graphs::end_session();
         self.cupti.unsubscribe();
@@ -318,6 +326,13 @@ impl Tracer for CuptiTracer {
         trace.pm_metrics = self.settings.pm.metrics.clone();
         trace.pm_samples = std::mem::take(&mut self.pm_samples);
         space.warnings.append(&mut self.warnings);
+        if self.hand_offs_dropped > 0 {
+            space.warnings.push(format!(
+                "prof: {} kernels issued on one thread and launched on another (cubecl's device thread) found the hand-off ring full ({} waiting): the launches after them may carry the annotations of their neighbours",
+                self.hand_offs_dropped,
+                tracer::HAND_OFF_CAPACITY
+            ));
+        }
         crate::convert::add_to_space(&trace, space, &|ns| session.to_session_ns(ns));
     }
 }

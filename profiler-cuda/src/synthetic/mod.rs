@@ -3,12 +3,13 @@
 //!
 //! `records` encodes single records, `scenarios` whole traces of them, `cbid` the API
 //! functions they name; [`callback`] is the tracer's CUPTI callback, to feed synthetic
-//! `CUpti_CallbackData` to as CUPTI would.
+//! `CUpti_CallbackData` to as CUPTI would, and [`set_function_name`] tells it what the
+//! live tracer learns from CUPTI's names (which callback id is a kernel launch).
 
 pub mod cbid;
 mod records;
 mod scenarios;
 
-pub use crate::cupti::callbacks::callback;
+pub use crate::cupti::callbacks::{callback, set_function_name};
 pub use records::*;
 pub use scenarios::*;
