@@ -29,12 +29,10 @@ pub(crate) struct StepSpan {
     pub(crate) end: u64,
 }
 
-/// Whether a line is one prof draws for itself rather than recorded work.
+/// Whether a line is one prof draws for itself rather than recorded work (the same
+/// lines [`Profile::event_count`] leaves out).
 pub(crate) fn is_bookkeeping(line: &XLine) -> bool {
-    line.name == schema::COUNTERS_LINE
-        || line.name == schema::PROFILER_LINE
-        || (line.id >= i64::from(schema::TASKS_LINE_ID)
-            && line.name.starts_with(schema::TASKS_LINE))
+    line.is_bookkeeping()
 }
 
 /// The ids of the stats that mark a step root in `plane`.

@@ -119,6 +119,7 @@ impl Summary {
             "Peak memory",
             "Step",
             "Op at peak",
+            "Allocator's peak",
         ]);
         for p in &self.memory {
             peaks.add_row([
@@ -126,6 +127,11 @@ impl Summary {
                 bytes(p.peak_bytes as f64),
                 p.step.map_or_else(|| "-".to_owned(), |s| s.to_string()),
                 p.op.clone(),
+                if p.allocator_peak_bytes == 0 {
+                    "-".to_owned()
+                } else {
+                    bytes(p.allocator_peak_bytes as f64)
+                },
             ]);
         }
         let mut ops = Table::new();
@@ -169,7 +175,17 @@ impl Summary {
         if let Some(column) = peaks.column_mut(3) {
             column.set_cell_alignment(CellAlignment::Left);
         }
-        Some(format!("{peaks}\n{ops}"))
+        // Two peaks that may differ, each with its reason, under the table that shows
+        // both.
+        let why = if self.memory.iter().any(|p| p.allocator_peak_bytes > 0) {
+            "\nPeak memory: the highest in use at a recorded memory event (XProf's \
+             timeline). Allocator's peak: the allocator's own, as prof::memory::host() \
+             reported it when the session stopped; it counts from the last \
+             memory::reset_peak() and sees what came and went between two events.\n"
+        } else {
+            "\n"
+        };
+        Some(format!("{peaks}{why}{ops}"))
     }
 
     /// The rows, steps and memory as JSON: `{"share_of": .., "rows": [..], "steps":
@@ -212,6 +228,7 @@ impl Summary {
                 serde_json::json!({
                     "allocator": p.allocator,
                     "peak_bytes": p.peak_bytes,
+                    "allocator_peak_bytes": p.allocator_peak_bytes,
                     "step": p.step,
                     "op": p.op,
                 })
