@@ -35,13 +35,16 @@ impl Summary {
                 cells.push(row.step.map_or_else(|| "-".to_owned(), |s| s.to_string()));
             }
             cells.push(row.name.clone());
-            cells.push(row.count.to_string());
-            cells.extend(
-                [row.total_ns, row.self_ns, row.min_ns, row.max_ns]
-                    .into_iter()
-                    .map(duration),
-            );
-            cells.push(duration(row.mean_ns().round() as u64));
+            let whole = row.count > row.cut;
+            if row.cut == 0 {
+                cells.push(row.count.to_string());
+            } else {
+                cells.push(format!("{} ({} cut)", row.count, row.cut));
+            }
+            cells.extend([row.total_ns, row.self_ns].into_iter().map(duration));
+            for ns in [row.min_ns, row.max_ns, row.mean_ns().round() as u64] {
+                cells.push(if whole { duration(ns) } else { "-".to_owned() });
+            }
             cells.push(format!("{:.1}%", row.share * 100.0));
             table.add_row(cells);
         }
@@ -52,6 +55,13 @@ impl Summary {
             }
         }
         let mut out = table.to_string();
+        if self.rows.iter().any(|r| r.cut > 0) {
+            out.push_str(
+                "\ncut: calls the session's start or stop cut short (still running when it \
+                 stopped); their recorded part counts in Total and Self, not in Min, Max \
+                 or Mean.",
+            );
+        }
         if let Some(steps) = self.steps_table() {
             out.push('\n');
             out.push_str(&steps);
@@ -200,6 +210,7 @@ impl Summary {
                     "step": r.step,
                     "name": r.name,
                     "count": r.count,
+                    "cut": r.cut,
                     "total_ns": r.total_ns,
                     "self_ns": r.self_ns,
                     "min_ns": r.min_ns,
@@ -262,7 +273,7 @@ impl Summary {
     /// The rows as CSV with a header line, times in nanoseconds.
     pub fn to_csv(&self) -> String {
         let mut out =
-            String::from("step,name,count,total_ns,self_ns,min_ns,max_ns,mean_ns,share\n");
+            String::from("step,name,count,cut,total_ns,self_ns,min_ns,max_ns,mean_ns,share\n");
         for r in &self.rows {
             out.push_str(&csv_row(r));
         }
@@ -273,9 +284,10 @@ impl Summary {
 fn csv_row(r: &SummaryRow) -> String {
     let step = r.step.map_or_else(String::new, |s| s.to_string());
     format!(
-        "{step},{},{},{},{},{},{},{},{}\n",
+        "{step},{},{},{},{},{},{},{},{},{}\n",
         csv_field(&r.name),
         r.count,
+        r.cut,
         r.total_ns,
         r.self_ns,
         r.min_ns,
