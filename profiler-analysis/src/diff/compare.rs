@@ -206,11 +206,12 @@ pub struct OpDiff {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct MemoryDiff {
-    /// The allocator (TSL's `allocator_name`, or a `*bytes_in_use` counter and its
-    /// plane).
+    /// The allocator (TSL's `allocator_name`, or, for a profile without memory
+    /// events, a `*bytes_in_use` counter and its plane).
     pub allocator: String,
-    /// The op (`tf_op`) whose live allocations this row is of; `None` for the
-    /// allocator as a whole.
+    /// The op whose live allocations this row is of, named as the summary's tables
+    /// name it (prof's annotation name, else `tf_op`); `None` for the allocator as a
+    /// whole.
     pub op: Option<String>,
     /// The highest bytes in use over each profile, where recorded.
     pub peak: Sides<Option<f64>>,
