@@ -58,8 +58,8 @@ impl Summary {
         if self.rows.iter().any(|r| r.cut > 0) {
             out.push_str(
                 "\ncut: calls the session's start or stop cut short (still running when it \
-                 stopped); their recorded part counts in Total and Self, not in Min, Max \
-                 or Mean.",
+                 stopped); their recorded part counts in the total and self times, not in Min, \
+                 Max or Mean.",
             );
         }
         if let Some(steps) = self.steps_table() {
