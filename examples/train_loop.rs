@@ -121,11 +121,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     EPOCH.stop();
+    // The heap as the session's last memory snapshot records it. Read after `stop`, the
+    // peak would also count what writing and summing up the profile allocated, and
+    // disagree with the memory table's "Allocator's peak".
+    let heap = prof::memory::host();
     let profile = prof::stop().inspect_err(|e| eprintln!("{e}"))?;
     common::report(&profile, &args, &stats(&profile))?;
-    if let Some(host) = prof::memory::host() {
+    if let Some(host) = heap {
         println!(
-            "host memory: {} KiB in use, peak {} KiB",
+            "host memory when the session stopped: {} KiB in use, peak {} KiB \
+             (since reset_peak: the memory table's \"Allocator's peak\")",
             host.in_use >> 10,
             host.peak >> 10
         );
@@ -162,15 +167,20 @@ fn scheduled(
     Ok(())
 }
 
+/// The counts `prof-diff` prints for the same run: events of work, and memory events
+/// besides, on the lines of recorded work (the profiler's own lines left out).
 fn stats(profile: &prof::Profile) -> String {
     let threads = profile
         .xspace()
         .plane(prof::schema::HOST_PLANE)
-        .map_or(0, |p| p.lines.len());
+        .map_or(0, |p| {
+            p.lines.iter().filter(|l| !l.is_bookkeeping()).count()
+        });
     format!(
-        "{} steps, {} events on {threads} line(s)",
+        "{} steps, {} events (and {} memory events) on {threads} line(s)",
         profile.steps().len(),
-        profile.event_count()
+        profile.event_count(),
+        profile.memory_event_count()
     )
 }
 

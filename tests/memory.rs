@@ -57,11 +57,12 @@ fn a_session_shows_the_host_allocator_its_peaks_and_the_ops_that_held_them() {
         .expect("the host allocator's peak");
     assert_eq!(host.peak_bytes, peaks[2]);
     assert_eq!(host.step, Some(2));
-    assert_eq!(host.op, "forward/attn:attn");
+    // Named as the time table names the annotation.
+    assert_eq!(host.op, "attn");
     let attn = summary
         .memory_by_op()
         .iter()
-        .find(|r| r.allocator == "host" && r.op == "forward/attn:attn")
+        .find(|r| r.allocator == "host" && r.op == "attn")
         .expect("attn's row");
     assert_eq!(attn.blocks, 3);
     assert_eq!(attn.allocated_bytes, 9 << 20);

@@ -18,6 +18,9 @@ pub(crate) struct Flat<'a> {
     pub(crate) self_ns: u64,
     /// Its step number, when the event is a step root.
     pub(crate) step: Option<i64>,
+    /// Whether the session's start or stop cut it (its `cut_by_session` stat): its
+    /// span is only the part recorded.
+    pub(crate) cut: bool,
     /// The event itself, for the stats an analysis reads.
     pub(crate) event: &'a XEvent,
 }
@@ -29,18 +32,17 @@ pub(crate) struct StepSpan {
     pub(crate) end: u64,
 }
 
-/// Whether a line is one prof draws for itself rather than recorded work.
+/// Whether a line is one prof draws for itself rather than recorded work (the same
+/// lines [`Profile::event_count`] leaves out).
 pub(crate) fn is_bookkeeping(line: &XLine) -> bool {
-    line.name == schema::COUNTERS_LINE
-        || line.name == schema::PROFILER_LINE
-        || (line.id >= i64::from(schema::TASKS_LINE_ID)
-            && line.name.starts_with(schema::TASKS_LINE))
+    line.is_bookkeeping()
 }
 
-/// The ids of the stats that mark a step root in `plane`.
+/// The ids of the stats that mark a step root, and a cut event, in `plane`.
 pub(crate) struct StepStats {
     step_num: Option<i64>,
     root: Option<i64>,
+    cut: Option<i64>,
 }
 
 impl StepStats {
@@ -48,6 +50,7 @@ impl StepStats {
         StepStats {
             step_num: plane.stat_id(schema::STEP_NUM),
             root: plane.stat_id(schema::IS_ROOT),
+            cut: plane.stat_id(schema::CUT_BY_SESSION),
         }
     }
 }
@@ -81,6 +84,7 @@ pub(crate) fn flatten_line<'a>(
             end,
             self_ns: end - start,
             step,
+            cut: e.stat(ids.cut).is_some(),
             event: e,
         });
     }

@@ -24,6 +24,7 @@
 
 pub mod diff;
 mod flat;
+mod ops;
 mod profile;
 pub mod summary;
 mod units;

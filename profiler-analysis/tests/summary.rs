@@ -202,11 +202,11 @@ fn table_json_and_csv_carry_the_same_numbers() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("step,name,count,total_ns,self_ns,min_ns,max_ns,mean_ns,share")
+        Some("step,name,count,cut,total_ns,self_ns,min_ns,max_ns,mean_ns,share")
     );
     assert!(csv
         .lines()
-        .any(|l| l.starts_with(",matmul,3,40000,40000,10000,20000,")));
+        .any(|l| l.starts_with(",matmul,3,0,40000,40000,10000,20000,")));
     assert_eq!(csv.lines().count(), 1 + summary.rows().len());
 }
 

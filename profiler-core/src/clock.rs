@@ -149,6 +149,15 @@ impl TickScale {
             >> SCALE_BITS;
         u64::try_from(ns).unwrap_or(u64::MAX)
     }
+
+    /// Nanoseconds from `ticks` to the session start, when `ticks` are before it (0
+    /// otherwise): what [`to_ns`](TickScale::to_ns) clamps away.
+    #[inline]
+    pub fn ns_before_start(&self, ticks: u64) -> u64 {
+        let ns = (u128::from(self.origin.saturating_sub(ticks)) * u128::from(self.ns_per_tick))
+            >> SCALE_BITS;
+        u64::try_from(ns).unwrap_or(u64::MAX)
+    }
 }
 
 #[cfg(test)]

@@ -64,15 +64,38 @@ impl Profile {
         &self.space.warnings
     }
 
-    /// Number of events on the host plane (counter samples and the profiler's own
-    /// `Paused` events are not counted).
+    /// Number of events of work on the host plane: annotations, spans, markers.
+    /// Counter samples, memory events ([`memory_event_count`](Profile::memory_event_count))
+    /// and the lines prof draws for itself ([`XLine::is_bookkeeping`]: pauses, async
+    /// task lifetimes) are not counted: this is the count `prof-diff` reports for a
+    /// side, and the summary's rows add up to.
+    ///
+    /// [`XLine::is_bookkeeping`]: crate::xspace::XLine::is_bookkeeping
     pub fn event_count(&self) -> usize {
+        self.count_host_events(|is_memory| !is_memory)
+    }
+
+    /// Number of XProf memory events (`MemoryAllocation`, `MemoryDeallocation`) on the
+    /// host plane: a tracking allocator's snapshots and large blocks, a GPU tracer's
+    /// device allocations.
+    pub fn memory_event_count(&self) -> usize {
+        self.count_host_events(|is_memory| is_memory)
+    }
+
+    fn count_host_events(&self, keep: impl Fn(bool) -> bool) -> usize {
         self.space.plane(schema::HOST_PLANE).map_or(0, |p| {
+            let memory = [schema::MEMORY_ALLOCATION, schema::MEMORY_DEALLOCATION].map(|name| {
+                p.event_metadata
+                    .values()
+                    .find(|m| m.name == name)
+                    .map(|m| m.id)
+            });
             p.lines
                 .iter()
-                .filter(|l| l.name != schema::COUNTERS_LINE && l.name != schema::PROFILER_LINE)
-                .map(|l| l.events.len())
-                .sum()
+                .filter(|l| !l.is_bookkeeping())
+                .flat_map(|l| &l.events)
+                .filter(|e| keep(memory.contains(&Some(e.metadata_id))))
+                .count()
         })
     }
 

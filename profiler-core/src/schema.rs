@@ -51,6 +51,18 @@ pub const TASKS_LINE: &str = "Tasks";
 /// Id of the first [`TASKS_LINE`]; thread line ids count up from 1 and never get here.
 pub const TASKS_LINE_ID: u32 = 0x7f00_0000;
 
+/// Stat of an event the session's edges cut: `"start"` when it began before the
+/// session did, `"stop"` when it was still open at stop (or ended after it), `"start
+/// and stop"` for both. Its recorded span is the part inside the session, so the
+/// summary leaves it out of min, max and mean, and counts it apart.
+pub const CUT_BY_SESSION: &str = "cut_by_session";
+/// The values of [`CUT_BY_SESSION`].
+pub const CUT_AT_START: &str = "start";
+/// See [`CUT_BY_SESSION`].
+pub const CUT_AT_STOP: &str = "stop";
+/// See [`CUT_BY_SESSION`].
+pub const CUT_AT_BOTH: &str = "start and stop";
+
 /// Counter of host heap bytes in use, kept by `TrackingAllocator`.
 pub const HOST_BYTES_IN_USE: &str = "host_bytes_in_use";
 /// Counter of live host heap allocations, kept by `TrackingAllocator`.

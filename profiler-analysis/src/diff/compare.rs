@@ -206,11 +206,12 @@ pub struct OpDiff {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct MemoryDiff {
-    /// The allocator (TSL's `allocator_name`, or a `*bytes_in_use` counter and its
-    /// plane).
+    /// The allocator (TSL's `allocator_name`, or, for a profile without memory
+    /// events, a `*bytes_in_use` counter and its plane).
     pub allocator: String,
-    /// The op (`tf_op`) whose live allocations this row is of; `None` for the
-    /// allocator as a whole.
+    /// The op whose live allocations this row is of, named as the summary's tables
+    /// name it (prof's annotation name, else `tf_op`); `None` for the allocator as a
+    /// whole.
     pub op: Option<String>,
     /// The highest bytes in use over each profile, where recorded.
     pub peak: Sides<Option<f64>>,
@@ -231,9 +232,17 @@ pub struct SideSummary {
     /// Runs of each host (profiles of one host pooled; see
     /// [`DiffOptions::all_runs`]).
     pub runs: usize,
-    /// Events of work read (host annotations and device activities).
+    /// Events of work read on the host (annotations, spans, markers): what
+    /// [`Profile::event_count`](profiler_core::Profile::event_count) counts, summed
+    /// over the side's profiles.
     pub events: u64,
-    /// Of those, events outside every step, not compared.
+    /// Work read on devices (kernels, copies, memsets), XProf's derived lines left out.
+    pub device_events: u64,
+    /// XProf memory events read (memory, not work): what
+    /// [`Profile::memory_event_count`](profiler_core::Profile::memory_event_count)
+    /// counts.
+    pub memory_events: u64,
+    /// Of the host and device events, those outside every step, not compared.
     pub outside_steps: u64,
 }
 
@@ -410,6 +419,8 @@ pub(super) fn pool(profiles: Vec<(String, String, Samples)>) -> Pooled {
         samples: lengths.iter().sum(),
         runs: per_host.values().copied().min().unwrap_or(0),
         events: profiles.iter().map(|(_, _, s)| s.events).sum(),
+        device_events: profiles.iter().map(|(_, _, s)| s.device_events).sum(),
+        memory_events: profiles.iter().map(|(_, _, s)| s.memory_events).sum(),
         outside_steps: profiles.iter().map(|(_, _, s)| s.outside).sum(),
     };
     Pooled {

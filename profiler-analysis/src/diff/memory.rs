@@ -4,12 +4,16 @@
 //! - TSL's `MemoryAllocation` / `MemoryDeallocation` events on `/host:CPU`: the
 //!   allocator (`allocator_name`), what it holds after the event (`bytes_allocated`
 //!   plus `bytes_reserved`, the quantity XProf's peak is of), and the allocation
-//!   (`addr`, `allocation_bytes`, and the op that made it in `tf_op`). An op's bytes
-//!   in use are its live allocations, an allocation freed when a deallocation names
-//!   its address.
+//!   (`addr`, `allocation_bytes`, and the op that made it: `tf_op`, or for prof's
+//!   own events the annotation's name, as the time table names it; see
+//!   [`crate::ops`]). An op's bytes in use are its live allocations, an allocation
+//!   freed when a deallocation names its address.
 //! - Counters whose name ends in `bytes_in_use` on any plane's `_counters_` line
 //!   (prof's `host_bytes_in_use` from `TrackingAllocator`, `device_bytes_in_use`
-//!   from the GPU tracer), one allocator each.
+//!   from the GPU tracer), one allocator each, for profiles without memory events:
+//!   prof writes each of these samples beside a memory event of allocator `host` or
+//!   `GPU_<n>`, so where those events are read, the counter would be the same row
+//!   twice, and is left out.
 //!
 //! A step's peak is the highest value in use during it, counting the value left from
 //! before it began.
@@ -22,6 +26,7 @@ use profiler_core::Profile;
 
 use super::steps::Steps;
 use super::values::{id, number};
+use crate::ops::memory_op;
 
 /// TSL's event names for one allocation and one deallocation.
 const ALLOCATION: &str = "MemoryAllocation";
@@ -64,8 +69,9 @@ pub(super) fn of(profile: &Profile, steps: &Steps) -> BTreeMap<MemoryKey, Memory
     if let Some(host) = space.plane(schema::HOST_PLANE) {
         allocations(host, &mut points);
     }
+    let with_events: Vec<String> = points.keys().map(|k| k.allocator.clone()).collect();
     for plane in &space.planes {
-        counters(plane, &mut points);
+        counters(plane, &with_events, &mut points);
     }
     points
         .into_iter()
@@ -79,13 +85,14 @@ pub(super) fn of(profile: &Profile, steps: &Steps) -> BTreeMap<MemoryKey, Memory
 /// The allocator and op tracks of TSL's memory events on `host`.
 fn allocations(host: &XPlane, points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>) {
     let stat = |name| host.stat_id(name);
-    let (allocator, allocated, reserved, addr, bytes, op) = (
-        stat("allocator_name"),
-        stat("bytes_allocated"),
-        stat("bytes_reserved"),
-        stat("addr"),
-        stat("allocation_bytes"),
-        stat("tf_op"),
+    let (allocator, allocated, reserved, addr, bytes, op, region) = (
+        stat(schema::ALLOCATOR_NAME),
+        stat(schema::BYTES_ALLOCATED),
+        stat(schema::BYTES_RESERVED),
+        stat(schema::ADDRESS),
+        stat(schema::ALLOCATION_BYTES),
+        stat(schema::TF_OP),
+        stat(schema::REGION_TYPE),
     );
     let mut events = Vec::new();
     for line in &host.lines {
@@ -106,10 +113,10 @@ fn allocations(host: &XPlane, points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>) 
                 in_use: int(allocated).unwrap_or(0.0) + int(reserved).unwrap_or(0.0),
                 addr: e.stat(addr).and_then(id),
                 bytes: int(bytes).unwrap_or(0.0),
-                op: e
-                    .stat(op)
-                    .and_then(|v| host.text_of(v))
-                    .filter(|s| !s.is_empty()),
+                op: memory_op(
+                    e.stat(op).and_then(|v| host.text_of(v)),
+                    e.stat(region).and_then(|v| host.text_of(v)),
+                ),
             });
         }
     }
@@ -150,9 +157,32 @@ fn allocations(host: &XPlane, points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>) 
     }
 }
 
-/// The `*bytes_in_use` counters on `plane`'s counter line.
-fn counters(plane: &XPlane, points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>) {
+/// The allocator whose memory events a prof counter repeats: `host_bytes_in_use` on
+/// `/host:CPU` is allocator `host`, `device_bytes_in_use` on `/device:GPU:<n>` is
+/// `GPU_<n>` (the name `profiler_cuda::convert` writes both under).
+fn allocator_of_counter(plane: &str, counter: &str) -> Option<String> {
+    if plane == schema::HOST_PLANE && counter == schema::HOST_BYTES_IN_USE {
+        return Some(schema::HOST_ALLOCATOR.to_owned());
+    }
+    let ordinal = plane.strip_prefix("/device:GPU:")?;
+    (counter == "device_bytes_in_use" && ordinal.parse::<u32>().is_ok())
+        .then(|| format!("{}{ordinal}", schema::GPU_ALLOCATOR_PREFIX))
+}
+
+/// The `*bytes_in_use` counters on `plane`'s counter line, but those repeating the
+/// memory events of an allocator in `with_events`.
+fn counters(
+    plane: &XPlane,
+    with_events: &[String],
+    points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>,
+) {
     let value = plane.stat_id(schema::COUNTER_VALUE);
+    // The one counter of this plane that repeats an allocator's events, if any.
+    let repeated = [schema::HOST_BYTES_IN_USE, "device_bytes_in_use"]
+        .into_iter()
+        .find(|&counter| {
+            allocator_of_counter(&plane.name, counter).is_some_and(|a| with_events.contains(&a))
+        });
     for line in plane
         .lines
         .iter()
@@ -161,6 +191,9 @@ fn counters(plane: &XPlane, points: &mut HashMap<MemoryKey, Vec<(u64, f64)>>) {
         for e in &line.events {
             let name = plane.event_name(e.metadata_id).unwrap_or("");
             if !name.ends_with("bytes_in_use") {
+                continue;
+            }
+            if repeated == Some(name) {
                 continue;
             }
             let Some(v) = e.stat(value).and_then(number) else {

@@ -218,6 +218,8 @@ impl Diff {
                 "hosts": s.hosts,
                 "samples": s.samples,
                 "events": s.events,
+                "device_events": s.device_events,
+                "memory_events": s.memory_events,
                 "outside_steps": s.outside_steps,
             })
         };
@@ -290,10 +292,16 @@ fn describe(side: &SideSummary, unit: SampleUnit) -> String {
         [one] => one.clone(),
         many => format!("{} profiles ({}, ...)", many.len(), many[0]),
     };
-    format!(
-        "{samples} of {hosts}, {} events, from {sources}",
-        side.events
-    )
+    // The counts `Profile::event_count` and `memory_event_count` give, which the
+    // examples print too.
+    let mut events = format!("{} events", side.events);
+    if side.device_events > 0 {
+        events.push_str(&format!(", {} device events", side.device_events));
+    }
+    if side.memory_events > 0 {
+        events.push_str(&format!(" (and {} memory events)", side.memory_events));
+    }
+    format!("{samples} of {hosts}, {events}, from {sources}")
 }
 
 fn op_table(ops: &[&OpDiff], style: Style) -> String {

@@ -102,8 +102,13 @@ pub(super) struct Samples {
     pub(super) memory: BTreeMap<MemoryKey, MemorySeries>,
     /// Events of work outside every step (not compared).
     pub(super) outside: u64,
-    /// Events of work read.
+    /// Events of work read on the host: the same count as [`Profile::event_count`].
     pub(super) events: u64,
+    /// Work read on devices (kernels, copies, memsets).
+    pub(super) device_events: u64,
+    /// XProf memory events on the host ([`Profile::memory_event_count`]): memory, not
+    /// work, read by the memory rows.
+    pub(super) memory_events: u64,
 }
 
 /// A map looked up once an event: foldhash, as the Perfetto writer's names.
@@ -149,12 +154,12 @@ pub(super) fn of(profile: &Profile, whole: bool) -> Samples {
     let mut launches: Fast<u64, usize> = Fast::default();
     let mut outside = 0u64;
     let mut events = 0u64;
+    let mut device_count = 0u64;
     if let Some(plane) = host {
         let correlation = plane.stat_id(schema::CORRELATION_ID);
+        // `flatten_line` left the memory events out: these are the events
+        // `Profile::event_count` counts.
         for e in &host_events {
-            if memory::is_memory_event(e.name) {
-                continue;
-            }
             events += 1;
             let Some(step) = steps.at(e.start) else {
                 outside += 1;
@@ -171,7 +176,7 @@ pub(super) fn of(profile: &Profile, whole: bool) -> Samples {
     for (plane, range) in device_planes {
         let ids = DeviceStats::of(plane);
         for e in &device_events[range] {
-            events += 1;
+            device_count += 1;
             let step = e
                 .event
                 .stat(ids.host_step)
@@ -205,6 +210,8 @@ pub(super) fn of(profile: &Profile, whole: bool) -> Samples {
         memory: memory::of(profile, &steps),
         outside,
         events,
+        device_events: device_count,
+        memory_events: profile.memory_event_count() as u64,
     }
 }
 

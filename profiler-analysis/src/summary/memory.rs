@@ -12,17 +12,27 @@ use profiler_core::schema;
 use profiler_core::xspace::{XPlane, XStat, XStatValue};
 use profiler_core::Profile;
 
+use crate::ops::memory_op;
+
 /// One allocator's highest bytes in use in a profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryPeak {
     /// The allocator (`host`, `GPU_0`, `GPU_0_bfc`, ...).
     pub allocator: String,
-    /// Its highest bytes in use (reserved and allocated), as XProf's Memory Profile
-    /// computes its peak.
+    /// Its highest bytes in use (reserved and allocated) at any of its memory events:
+    /// the peak of XProf's memory timeline.
     pub peak_bytes: u64,
+    /// The allocator's own peak, the highest `peak_bytes_in_use` its events carry
+    /// (XProf's "peak heap usage lifetime"): what `prof::memory::host().peak` said when
+    /// the session stopped. It counts from the last `memory::reset_peak` (or the
+    /// process start), so it can predate the session, and it sees peaks between two
+    /// events that [`peak_bytes`](MemoryPeak::peak_bytes) cannot; 0 when the events
+    /// carry none.
+    pub allocator_peak_bytes: u64,
     /// The step it was reached in, if any.
     pub step: Option<i64>,
-    /// The op of the event that reached it (`-` when it carried none).
+    /// The op of the event that reached it, named as the time table names it (`-`
+    /// when it carried none; see [`MemoryByOp::op`]).
     pub op: String,
 }
 
@@ -31,8 +41,10 @@ pub struct MemoryPeak {
 pub struct MemoryByOp {
     /// The allocator.
     pub allocator: String,
-    /// The op (`tf_op`) of the events: the annotations open where the memory was
-    /// allocated or released (`-` for none).
+    /// The op of the events (`-` for none): for prof's, the innermost annotation open
+    /// where the memory was allocated or released, the name its row in the time table
+    /// has (`dense_1/MatMul`, not XProf's `forward/dense_1_MatMul:dense_1_matmul`); for
+    /// TensorFlow's and JAX's, their `tf_op`.
     pub op: String,
     /// Bytes of the blocks this op allocated that were still held when the allocator
     /// reached its peak: what XProf's breakdown at the peak files under the op.
@@ -52,6 +64,7 @@ struct Event<'a> {
     allocator: &'a str,
     allocated: bool,
     in_use: u64,
+    peak: u64,
     bytes: u64,
     address: u64,
     op: &'a str,
@@ -64,13 +77,15 @@ fn events(profile: &Profile) -> Vec<Event<'_>> {
     };
     let ids =
         |names: &[&str]| -> Vec<Option<i64>> { names.iter().map(|n| host.stat_id(n)).collect() };
-    let [allocator, reserved, allocated, bytes, address, op] = ids(&[
+    let [allocator, reserved, allocated, peak, bytes, address, op, region] = ids(&[
         schema::ALLOCATOR_NAME,
         schema::BYTES_RESERVED,
         schema::BYTES_ALLOCATED,
+        schema::PEAK_BYTES_IN_USE,
         schema::ALLOCATION_BYTES,
         schema::ADDRESS,
         schema::TF_OP,
+        schema::REGION_TYPE,
     ])[..] else {
         return Vec::new();
     };
@@ -111,9 +126,11 @@ fn events(profile: &Profile) -> Vec<Event<'_>> {
                 allocator: name,
                 allocated: kind == alloc_id,
                 in_use: int(&e.stats, reserved).saturating_add(int(&e.stats, allocated)),
+                peak: int(&e.stats, peak),
                 bytes: int(&e.stats, bytes),
                 address: int(&e.stats, address),
-                op: text(host, &e.stats, op).unwrap_or("-"),
+                op: memory_op(text(host, &e.stats, op), text(host, &e.stats, region))
+                    .unwrap_or("-"),
             });
         }
     }
@@ -200,16 +217,15 @@ impl Memory {
                     .or_insert_with(|| MemoryPeak {
                         allocator: e.allocator.to_owned(),
                         peak_bytes: 0,
+                        allocator_peak_bytes: 0,
                         step: None,
                         op: String::new(),
                     });
+                peak.allocator_peak_bytes = peak.allocator_peak_bytes.max(e.peak);
                 if e.in_use > peak.peak_bytes || peak.op.is_empty() {
-                    *peak = MemoryPeak {
-                        allocator: e.allocator.to_owned(),
-                        peak_bytes: e.in_use,
-                        step,
-                        op: e.op.to_owned(),
-                    };
+                    peak.peak_bytes = e.in_use;
+                    peak.step = step;
+                    e.op.clone_into(&mut peak.op);
                 }
             }
             for (allocator, (_, held)) in at_peak {

@@ -149,15 +149,22 @@ pub struct SummaryRow {
     pub step: Option<i64>,
     /// Event name.
     pub name: String,
-    /// Number of events.
+    /// Number of events, those [cut](SummaryRow::cut) included.
     pub count: u64,
+    /// Of those, events the session's start or stop cut (a call still running when
+    /// the session stopped): their recorded part counts in `total_ns` and `self_ns`,
+    /// but they are left out of `min_ns`, `max_ns` and the mean, which are of whole
+    /// calls.
+    pub cut: u64,
+    /// The recorded time of the cut events, ns (part of `total_ns`).
+    pub cut_ns: u64,
     /// Sum of durations, ns.
     pub total_ns: u64,
     /// Sum of durations minus directly nested events, ns.
     pub self_ns: u64,
-    /// Shortest event, ns.
+    /// Shortest whole event, ns (0 when every one was cut).
     pub min_ns: u64,
-    /// Longest event, ns.
+    /// Longest whole event, ns (0 when every one was cut).
     pub max_ns: u64,
     /// Share of the step time (of the whole run's steps, or of this row's step) spent
     /// in these events; of the profile's duration when it recorded no steps. May pass
@@ -166,9 +173,13 @@ pub struct SummaryRow {
 }
 
 impl SummaryRow {
-    /// Mean duration, ns.
+    /// Mean duration of the whole events, ns (0 when every one was cut).
     pub fn mean_ns(&self) -> f64 {
-        self.total_ns as f64 / self.count.max(1) as f64
+        let whole = self.count - self.cut;
+        if whole == 0 {
+            return 0.0;
+        }
+        self.total_ns.saturating_sub(self.cut_ns) as f64 / whole as f64
     }
 }
 
@@ -261,6 +272,8 @@ impl Summary {
                 step,
                 name: e.name.to_owned(),
                 count: 0,
+                cut: 0,
+                cut_ns: 0,
                 total_ns: 0,
                 self_ns: 0,
                 min_ns: u64::MAX,
@@ -271,11 +284,21 @@ impl Summary {
             row.count += 1;
             row.total_ns = row.total_ns.saturating_add(dur);
             row.self_ns = row.self_ns.saturating_add(e.self_ns);
-            row.min_ns = row.min_ns.min(dur);
-            row.max_ns = row.max_ns.max(dur);
+            if e.cut {
+                // A call the session cut is as long as the part recorded: no
+                // measure of how long the call takes.
+                row.cut += 1;
+                row.cut_ns = row.cut_ns.saturating_add(dur);
+            } else {
+                row.min_ns = row.min_ns.min(dur);
+                row.max_ns = row.max_ns.max(dur);
+            }
         }
         let mut rows: Vec<SummaryRow> = groups.into_values().collect();
         for row in &mut rows {
+            if row.min_ns == u64::MAX {
+                row.min_ns = 0;
+            }
             let denominator = match row.step {
                 Some(n) if options.group_by == GroupBy::Step => steps
                     .iter()

@@ -35,13 +35,16 @@ impl Summary {
                 cells.push(row.step.map_or_else(|| "-".to_owned(), |s| s.to_string()));
             }
             cells.push(row.name.clone());
-            cells.push(row.count.to_string());
-            cells.extend(
-                [row.total_ns, row.self_ns, row.min_ns, row.max_ns]
-                    .into_iter()
-                    .map(duration),
-            );
-            cells.push(duration(row.mean_ns().round() as u64));
+            let whole = row.count > row.cut;
+            if row.cut == 0 {
+                cells.push(row.count.to_string());
+            } else {
+                cells.push(format!("{} ({} cut)", row.count, row.cut));
+            }
+            cells.extend([row.total_ns, row.self_ns].into_iter().map(duration));
+            for ns in [row.min_ns, row.max_ns, row.mean_ns().round() as u64] {
+                cells.push(if whole { duration(ns) } else { "-".to_owned() });
+            }
             cells.push(format!("{:.1}%", row.share * 100.0));
             table.add_row(cells);
         }
@@ -52,6 +55,13 @@ impl Summary {
             }
         }
         let mut out = table.to_string();
+        if self.rows.iter().any(|r| r.cut > 0) {
+            out.push_str(
+                "\ncut: calls the session's start or stop cut short (still running when it \
+                 stopped); their recorded part counts in the total and self times, not in Min, \
+                 Max or Mean.",
+            );
+        }
         if let Some(steps) = self.steps_table() {
             out.push('\n');
             out.push_str(&steps);
@@ -119,6 +129,7 @@ impl Summary {
             "Peak memory",
             "Step",
             "Op at peak",
+            "Allocator's peak",
         ]);
         for p in &self.memory {
             peaks.add_row([
@@ -126,6 +137,11 @@ impl Summary {
                 bytes(p.peak_bytes as f64),
                 p.step.map_or_else(|| "-".to_owned(), |s| s.to_string()),
                 p.op.clone(),
+                if p.allocator_peak_bytes == 0 {
+                    "-".to_owned()
+                } else {
+                    bytes(p.allocator_peak_bytes as f64)
+                },
             ]);
         }
         let mut ops = Table::new();
@@ -169,7 +185,17 @@ impl Summary {
         if let Some(column) = peaks.column_mut(3) {
             column.set_cell_alignment(CellAlignment::Left);
         }
-        Some(format!("{peaks}\n{ops}"))
+        // Two peaks that may differ, each with its reason, under the table that shows
+        // both.
+        let why = if self.memory.iter().any(|p| p.allocator_peak_bytes > 0) {
+            "\nPeak memory: the highest in use at a recorded memory event (XProf's \
+             timeline). Allocator's peak: the allocator's own, as prof::memory::host() \
+             reported it when the session stopped; it counts from the last \
+             memory::reset_peak() and sees what came and went between two events.\n"
+        } else {
+            "\n"
+        };
+        Some(format!("{peaks}{why}{ops}"))
     }
 
     /// The rows, steps and memory as JSON: `{"share_of": .., "rows": [..], "steps":
@@ -184,6 +210,7 @@ impl Summary {
                     "step": r.step,
                     "name": r.name,
                     "count": r.count,
+                    "cut": r.cut,
                     "total_ns": r.total_ns,
                     "self_ns": r.self_ns,
                     "min_ns": r.min_ns,
@@ -212,6 +239,7 @@ impl Summary {
                 serde_json::json!({
                     "allocator": p.allocator,
                     "peak_bytes": p.peak_bytes,
+                    "allocator_peak_bytes": p.allocator_peak_bytes,
                     "step": p.step,
                     "op": p.op,
                 })
@@ -245,7 +273,7 @@ impl Summary {
     /// The rows as CSV with a header line, times in nanoseconds.
     pub fn to_csv(&self) -> String {
         let mut out =
-            String::from("step,name,count,total_ns,self_ns,min_ns,max_ns,mean_ns,share\n");
+            String::from("step,name,count,cut,total_ns,self_ns,min_ns,max_ns,mean_ns,share\n");
         for r in &self.rows {
             out.push_str(&csv_row(r));
         }
@@ -256,9 +284,10 @@ impl Summary {
 fn csv_row(r: &SummaryRow) -> String {
     let step = r.step.map_or_else(String::new, |s| s.to_string());
     format!(
-        "{step},{},{},{},{},{},{},{},{}\n",
+        "{step},{},{},{},{},{},{},{},{},{}\n",
         csv_field(&r.name),
         r.count,
+        r.cut,
         r.total_ns,
         r.self_ns,
         r.min_ns,

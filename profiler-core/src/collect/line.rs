@@ -103,6 +103,10 @@ pub(super) struct LineBuilder<'a> {
     pub(super) memory: Vec<(usize, MemoryEvent)>,
 }
 
+/// How far before the session's start an event may begin and still count as begun
+/// with it: the cycle counters of two cores can differ by a few cycles.
+const CLOCK_SLACK_NS: u64 = 1_000;
+
 impl<'a> LineBuilder<'a> {
     /// A builder for a buffer of `records` records: no line has more events than that,
     /// so its events never move while they are added (reallocation would touch every
@@ -140,19 +144,33 @@ impl<'a> LineBuilder<'a> {
                 if closes_span {
                     self.closing = Some(self.events.len());
                 }
+                // Begun before the session (more than a lagging core's few cycles).
+                let cut_start = self.scale.ns_before_start(start) > CLOCK_SLACK_NS;
                 let start = self.scale.to_ns(start).min(self.stop_ns);
                 // Still open at stop (or closed after it): it ends with the session.
-                let end = if end == 0 {
-                    self.stop_ns
+                let end_ns = if end == 0 {
+                    u64::MAX
                 } else {
-                    self.scale.to_ns(end).min(self.stop_ns)
+                    self.scale.to_ns(end)
                 };
+                let cut_stop = end_ns > self.stop_ns;
+                let end = end_ns.min(self.stop_ns);
                 self.seqs.push(seq);
-                self.events.push(XEvent::new(
-                    names.id(plane, name),
-                    ps(start),
-                    ps(end.max(start) - start),
-                ));
+                let mut event =
+                    XEvent::new(names.id(plane, name), ps(start), ps(end.max(start) - start));
+                if cut_start || cut_stop {
+                    // Its span is only the part inside the session: say so, so that
+                    // a summary does not take it for a short call.
+                    let cut = match (cut_start, cut_stop) {
+                        (true, true) => schema::CUT_AT_BOTH,
+                        (true, false) => schema::CUT_AT_START,
+                        _ => schema::CUT_AT_STOP,
+                    };
+                    let id = names.stat_id(plane, schema::CUT_BY_SESSION);
+                    let value = XStatValue::Ref(plane.stat_metadata_id(cut) as u64);
+                    add_stat_with_id(plane, &mut event.stats, id, schema::CUT_BY_SESSION, value);
+                }
+                self.events.push(event);
             }
             Record::Sample { name, at, value } => {
                 if at < self.since {

@@ -330,6 +330,17 @@ impl XLine {
             .saturating_add(event.offset_ps());
         (start, start.saturating_add(event.duration_ps))
     }
+
+    /// Whether this is a line prof draws for itself rather than recorded work: the
+    /// counters, the profiler's `Paused` line, and the lifetimes of async tasks. Event
+    /// counts and the analyses of a profile leave these lines out, so that every table
+    /// counts the same events.
+    pub fn is_bookkeeping(&self) -> bool {
+        self.name == crate::schema::COUNTERS_LINE
+            || self.name == crate::schema::PROFILER_LINE
+            || (self.id >= i64::from(crate::schema::TASKS_LINE_ID)
+                && self.name.starts_with(crate::schema::TASKS_LINE))
+    }
 }
 
 impl XEvent {
