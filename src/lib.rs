@@ -88,6 +88,7 @@ use std::path::{Path, PathBuf};
 
 pub mod schedule;
 
+pub use profiler_analysis::functions;
 pub use profiler_analysis::summary;
 pub use profiler_analysis::ProfileAnalysis;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
@@ -110,9 +111,9 @@ pub mod diff {
     // Listed rather than globbed, so that the function `diff` has one path:
     // `prof::diff()`.
     pub use profiler_analysis::diff::{
-        diff_with, Comparison, Diff, DiffOptions, Distribution, Gate, GateOptions, MemoryDiff,
-        Method, OpDiff, OpKind, RenderOptions, SampleUnit, Side, SideSummary, Sides, Statistic,
-        Test, Verdict,
+        diff_with, Comparison, Diff, DiffOptions, Distribution, FunctionDiff, Gate, GateOptions,
+        MemoryDiff, Method, OpDiff, OpKind, RenderOptions, SampleUnit, Side, SideSummary, Sides,
+        Statistic, Test, Verdict,
     };
 }
 pub use profiler_attributes::instrument;

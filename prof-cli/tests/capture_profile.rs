@@ -303,3 +303,92 @@ fn a_malformed_address_is_bad_usage() {
         assert!(stderr.contains("HOST:PORT"), "{address}: {stderr}");
     }
 }
+
+/// Xorshift rounds with no call inside, so a build without frame pointers still names
+/// the function a sample fell in.
+#[inline(never)]
+fn encode(x: u64) -> u64 {
+    let (mut x, mut i) = (x | 1, 0u32);
+    while i < 100_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        i += 1;
+    }
+    std::hint::black_box(x)
+}
+
+/// The report of a capture that asked for stack samples ends its summary with the hot
+/// functions: `encode`, burning the CPU under `forward`, first by self samples
+/// overall and under that annotation; the pprof file lies beside the `.xplane.pb`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sampled_capture_reports_the_hot_functions() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let _s = serial();
+    profiler_sampling::register();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, addr) = serve();
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(30);
+            let (mut step, mut x) = (0i64, 1);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                let _s = profiler_core::trace!("Train", step_num = step);
+                let _f = profiler_core::trace!("forward");
+                for _ in 0..20 {
+                    x = encode(x);
+                }
+                step += 1;
+            }
+        })
+    };
+    let logdir = dir.path().join("logs");
+    let out = capture_profile(&[
+        &addr,
+        "--duration-ms",
+        "800",
+        "--host-sampling-hz",
+        "1000",
+        "--logdir",
+        &logdir.to_string_lossy(),
+        "--summary",
+        "5",
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    worker.join().expect("worker");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let files = files_under(&logdir);
+    assert!(
+        files.iter().any(|f| f.ends_with(".pprof.pb.gz")),
+        "{files:?}"
+    );
+    let hot = stdout
+        .find("Hot functions: ")
+        .map(|at| &stdout[at..])
+        .unwrap_or_else(|| panic!("no hot functions in the report:\n{stdout}"));
+    // The first row of each table (after its header and rules) names encode by self.
+    let first_rows: Vec<&str> = hot
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .filter(|l| !l.contains("By self"))
+        .collect();
+    assert!(
+        first_rows.first().is_some_and(|l| {
+            l.trim_start_matches('│')
+                .trim_start()
+                .starts_with("capture_profile::encode")
+        }),
+        "encode burnt the CPU:\n{hot}"
+    );
+    let under = hot
+        .find("Under forward:forward: ")
+        .map(|at| &hot[at..])
+        .unwrap_or_else(|| panic!("no table for forward:\n{hot}"));
+    assert!(under.contains("capture_profile::encode"), "{under}");
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use prof_test_support::serial;
 use profiler_core::{session, trace, ProfileOptions};
 
 fn prof_diff(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
@@ -57,6 +58,7 @@ fn tree(dir: &Path) -> BTreeSet<PathBuf> {
 /// One test records both runs: sessions are one per process at a time.
 #[test]
 fn a_real_slowdown_fails_the_gate_and_the_same_run_passes_it() {
+    let _s = serial();
     let dir = tempfile::tempdir().expect("tmp");
     let (base_dir, new_dir) = (dir.path().join("base"), dir.path().join("new"));
     let base = record(&base_dir, 1);
@@ -122,6 +124,132 @@ fn a_real_slowdown_fails_the_gate_and_the_same_run_passes_it() {
 
     // Nothing was written beside the inputs (nor anywhere under them).
     assert_eq!(tree(dir.path()), before);
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only `now`.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now);
+    }
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// Spins `work` until this thread has used `cpu` more CPU time: stack samples are
+/// taken by CPU time, so a sleeping thread has none.
+fn burn(cpu: Duration, work: fn(u64) -> u64) -> u64 {
+    let until = thread_cpu() + cpu;
+    let mut x = 1;
+    while thread_cpu() < until {
+        x = work(x);
+    }
+    x
+}
+
+/// Xorshift rounds, with no call inside (a debug build calls `wrapping_mul` and
+/// `Range::next`): the sampled frame is the function itself, which a build without
+/// frame pointers can still name.
+#[inline(never)]
+fn tokenize(x: u64) -> u64 {
+    let (mut x, mut i) = (x | 1, 0u32);
+    while i < 100_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        i += 1;
+    }
+    std::hint::black_box(x)
+}
+
+/// As [`tokenize`], with other shifts: a function of its own.
+#[inline(never)]
+fn matmul(x: u64) -> u64 {
+    let (mut x, mut i) = (x | 1, 0u32);
+    while i < 100_000 {
+        x ^= x << 5;
+        x ^= x >> 9;
+        x ^= x << 23;
+        i += 1;
+    }
+    std::hint::black_box(x)
+}
+
+/// Records 4 steps of `forward` burning `tokenize_ms` then `matmul_ms` of CPU each,
+/// its native stacks sampled at 1 kHz, into a new run of `logdir`.
+fn record_sampled(logdir: &Path, tokenize_ms: u64, matmul_ms: u64) -> PathBuf {
+    profiler_sampling::register();
+    session::start(ProfileOptions::default().host_sampling_hz(1000), None).expect("start");
+    for step in 0..4 {
+        let _s = trace!("Train", step_num = step);
+        let _f = trace!("forward");
+        burn(Duration::from_millis(tokenize_ms), tokenize);
+        burn(Duration::from_millis(matmul_ms), matmul);
+    }
+    let profile = session::stop().expect("stop");
+    let profile = profiler_export::write_logdir(logdir, profile).expect("written");
+    profile.files()[0].clone()
+}
+
+/// Real stack samples on both sides, the CPU moved from `matmul` to `tokenize`:
+/// prof-diff says which function's share grew and which shrank, in every format.
+#[cfg(target_os = "linux")]
+#[test]
+fn function_shares_that_moved_between_two_sampled_runs_are_named() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (base_dir, new_dir) = (dir.path().join("base"), dir.path().join("new"));
+    // 1:3 against 3:1 of 400 ms of CPU a side: ~400 samples each, a 50-point move.
+    record_sampled(&base_dir, 25, 75);
+    record_sampled(&new_dir, 75, 25);
+
+    let out = prof_diff(&[&base_dir, &new_dir]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Functions' share of the stack samples"),
+        "{stdout}"
+    );
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(row("tokenize").contains("▲ more"), "{stdout}");
+    assert!(row("matmul").contains("▼ less"), "{stdout}");
+
+    let out = prof_diff(&[&base_dir, &new_dir, &"--format", &"json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let functions = &json["functions"];
+    assert!(
+        functions["samples"]["base"].as_u64() > Some(100),
+        "{functions}"
+    );
+    let verdict = |name: &str| {
+        functions["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["name"].as_str().is_some_and(|n| n.ends_with(name)))
+            .map(|r| r["verdict"].clone())
+    };
+    assert_eq!(verdict("tokenize"), Some("increase".into()), "{functions}");
+    assert_eq!(verdict("matmul"), Some("decrease".into()), "{functions}");
+
+    let out = prof_diff(&[&base_dir, &new_dir, &"--format", &"markdown"]);
+    let md = text(&out.stdout);
+    assert!(md.contains("| Function |"), "{md}");
 }
 
 #[test]

@@ -7,13 +7,15 @@
 //!   `dumps()` and torch's `key_averages().table()` print them; as text, JSON or CSV;
 //! - [`diff`]: two runs compared, each step a sample: step time, ops, kernels and
 //!   memory, what is significant and what is noise, and a gate for CI (`prof-diff`);
+//!   and the share of the stack samples each function took, compared;
+//! - [`functions`]: the hot functions of sampled native stacks, by self and by total
+//!   samples, overall and within the annotations with the most samples;
 //! - [`ProfileAnalysis`]: the analyses as methods of a [`Profile`].
 //!
 //! The analyses of a finished profile live here, apart from the writers: what prof
-//! computes *from* a profile is not how it is put on the wire. The stack-sample tables
-//! (hot functions from sampled stacks) and the live view's aggregation (a running
-//! session's rows, updated as batches arrive) belong here too, each a module of its
-//! own beside `summary` and `diff`, reading the same flat events.
+//! computes *from* a profile is not how it is put on the wire. The live view's
+//! aggregation (a running session's rows, updated as batches arrive) belongs here too,
+//! a module of its own beside `summary`, `diff` and `functions`.
 //!
 //! Layers: the crate reads the XSpace model of `profiler-core` and the reading side of
 //! `profiler-export` (`.xplane.pb` files, logdirs and their runs, the note of a
@@ -24,6 +26,7 @@
 
 pub mod diff;
 mod flat;
+pub mod functions;
 mod ops;
 mod profile;
 pub mod summary;

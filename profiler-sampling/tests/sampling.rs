@@ -121,6 +121,93 @@ fn cpu_is_attributed_3_to_1_to_the_functions_that_burnt_it() {
     }
 }
 
+/// The summary's hot functions and prof-diff's function shares, from real samples:
+/// heavy (under `forward`) and light (a thread that never annotates) swap shares
+/// between two runs.
+#[test]
+fn the_summary_ranks_the_hot_functions_and_prof_diff_sees_their_shares_move() {
+    use profiler_analysis::diff::{self, RenderOptions, Verdict};
+    use profiler_analysis::functions::FunctionTable;
+    use profiler_analysis::summary::SummaryOptions;
+    use profiler_analysis::ProfileAnalysis;
+
+    let _one = one_session();
+    let dir = tempfile::tempdir().expect("tmp");
+    let run = |heavy_ms: u64, light_ms: u64| {
+        let options = ProfileOptions::default().host_sampling_hz(1000);
+        session(dir.path(), options, move || {
+            let loader = std::thread::spawn(move || {
+                burn_for(Duration::from_millis(light_ms), light);
+            });
+            for step in 0..3 {
+                let _s = profiler_core::trace!("Train", step_num = step);
+                let _f = profiler_core::trace!("forward");
+                burn_for(Duration::from_millis(heavy_ms / 3), heavy);
+            }
+            loader.join().expect("loader");
+        })
+    };
+    let base = run(600, 200);
+    let new = run(200, 600);
+
+    // Every function of these short stacks fits in 100 rows.
+    let summary = base.summary(&SummaryOptions::default().limit(100));
+    let f = summary.functions().expect("hot functions");
+    let total = |t: &FunctionTable, name: &str| {
+        t.by_total
+            .iter()
+            .find(|r| r.name.ends_with(name))
+            .map_or(0.0, |r| t.share(r.total_samples))
+    };
+    let (h, l) = (total(&f.overall, "heavy"), total(&f.overall, "light"));
+    assert!(
+        (0.65..=0.85).contains(&(h / (h + l))),
+        "heavy {h:.3}, light {l:.3} of all samples; 3:1 burnt"
+    );
+    let forward = f
+        .by_op
+        .iter()
+        .find(|t| t.op.as_deref() == Some("forward:forward"))
+        .unwrap_or_else(|| panic!("no table for forward: {:?}", f.by_op));
+    assert!(total(forward, "heavy") >= 0.9, "{forward:?}");
+    assert_eq!(
+        total(forward, "light"),
+        0.0,
+        "light never ran under forward"
+    );
+    let text = summary.table();
+    assert!(
+        text.contains("Hot functions") && text.contains("Under forward:forward"),
+        "{text}"
+    );
+    assert!(summary.to_json().contains(r#""by_total""#));
+
+    let d = diff::diff(&base, &new).expect("diff");
+    let row = |name: &str| {
+        d.functions
+            .iter()
+            .find(|r| r.name.ends_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {:?}", d.functions))
+    };
+    assert_eq!(
+        row("heavy").verdict,
+        Verdict::Decrease,
+        "{:?}",
+        row("heavy")
+    );
+    assert_eq!(
+        row("light").verdict,
+        Verdict::Increase,
+        "{:?}",
+        row("light")
+    );
+    let shown = d.table(&RenderOptions::default().top(5));
+    assert!(
+        shown.contains("Functions' share of the stack samples"),
+        "{shown}"
+    );
+}
+
 #[inline(never)]
 fn forward_work(x: u64) -> u64 {
     heavy(x)

@@ -140,7 +140,9 @@ impl Comparison {
         let delta = n - b;
         let (test, verdict) = match (untested, method) {
             (Some(verdict), _) => (None, verdict),
-            (None, Method::MannWhitneyU) => (
+            // Steps and ops are never compared as proportions; that is the stack
+            // samples' test (diff/functions.rs).
+            (None, Method::MannWhitneyU | Method::TwoProportionZ) => (
                 Some(mann_whitney(&pooled_base, &pooled_new)),
                 Verdict::Noise,
             ),
@@ -265,6 +267,12 @@ pub struct Diff {
     /// Memory per allocator (on both sides), each followed by the ops its allocations
     /// are attributed to.
     pub memory: Vec<MemoryDiff>,
+    /// Stack samples on each side (`host_sampling_hz`); 0 where none were taken.
+    pub function_samples: Sides<u64>,
+    /// Each function's share of the stack samples, compared, when both sides sampled
+    /// stacks: significant changes first, then by how far the share moved. Not part
+    /// of [`Diff::has_changes`] or the gate: a share can move while no time changes.
+    pub functions: Vec<super::functions::FunctionDiff>,
     /// What a reader of the comparison should know: whole sessions compared, hosts
     /// merged or renamed, runs chosen, events left out, the profiles' own warnings.
     pub notes: Vec<String>,
@@ -523,6 +531,8 @@ pub(super) fn build(
         step_time,
         ops,
         memory,
+        function_samples: Sides { base: 0, new: 0 },
+        functions: Vec::new(),
         notes,
         options: options.clone(),
     }

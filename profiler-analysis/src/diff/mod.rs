@@ -11,7 +11,10 @@
 //!   and a verdict; ranked by the size of the change, significant ones first;
 //! - **Memory**: the peak bytes in use per allocator, and per op where allocations
 //!   name one, when both sides recorded them;
-//! - **Coverage**: ops on one side only (a new op, a vanished kernel).
+//! - **Coverage**: ops on one side only (a new op, a vanished kernel);
+//! - **Functions**: where both sides sampled native stacks (`host_sampling_hz`), each
+//!   function's share of the samples (it or its callees running), compared
+//!   ([`FunctionDiff`]; a two-proportion z test, Holm-adjusted over the functions).
 //!
 //! ```
 //! use profiler_core::{session, trace, ProfileOptions};
@@ -62,6 +65,7 @@
 //! them).
 
 mod compare;
+mod functions;
 mod gate;
 mod memory;
 mod options;
@@ -77,6 +81,7 @@ use profiler_core::Result;
 pub use compare::{
     Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Sides, Statistic, Verdict,
 };
+pub use functions::FunctionDiff;
 pub use gate::{Gate, GateOptions};
 pub use options::DiffOptions;
 pub use render::RenderOptions;
@@ -148,7 +153,19 @@ pub fn diff_with(
             })
             .collect::<Vec<_>>()
     };
+    let stacks = |side: &[side::Source], notes: &mut Vec<String>| {
+        let profiles: Vec<&profiler_core::Profile> = side.iter().map(|s| &s.profile).collect();
+        functions::side(&profiles, notes)
+    };
+    let stacks = (stacks(&base, &mut notes), stacks(&new, &mut notes));
     let base = compare::pool(sample("base", base, &mut notes));
     let new = compare::pool(sample("new", new, &mut notes));
-    Ok(compare::build(base, new, unit, options, notes))
+    let mut function_notes = Vec::new();
+    let (function_samples, functions) =
+        functions::compare(stacks.0, stacks.1, options, &mut function_notes);
+    let mut diff = compare::build(base, new, unit, options, notes);
+    diff.notes.extend(function_notes);
+    diff.function_samples = function_samples;
+    diff.functions = functions;
+    Ok(diff)
 }

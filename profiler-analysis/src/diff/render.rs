@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::compare::{
     Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Statistic, Verdict,
 };
+use super::functions::FunctionDiff;
 use super::stats::{Distribution, Method};
 use crate::units::{bytes, duration};
 
@@ -65,6 +66,22 @@ impl Diff {
     /// The ops shown under `options`, and how many more there were.
     fn shown_ops(&self, options: &RenderOptions) -> (Vec<&OpDiff>, usize) {
         let kept: Vec<&OpDiff> = self.ops.iter().filter(|o| options.shows(&o.time)).collect();
+        let limit = options.top.unwrap_or(usize::MAX);
+        let more = kept.len().saturating_sub(limit);
+        (kept.into_iter().take(limit).collect(), more)
+    }
+
+    /// The functions shown under `options` (as many as ops), and how many more.
+    fn shown_functions(&self, options: &RenderOptions) -> (Vec<&FunctionDiff>, usize) {
+        let kept: Vec<&FunctionDiff> = self
+            .functions
+            .iter()
+            .filter(|f| {
+                f.verdict.is_one_sided()
+                    || f.change_pct
+                        .is_none_or(|p| p.abs() >= options.min_change_pct)
+            })
+            .collect();
         let limit = options.top.unwrap_or(usize::MAX);
         let more = kept.len().saturating_sub(limit);
         (kept.into_iter().take(limit).collect(), more)
@@ -126,6 +143,23 @@ impl Diff {
             out.push('\n');
             out.push_str(&memory_table(&memory, self.unit, style));
         }
+        let (functions, more) = self.shown_functions(options);
+        if !functions.is_empty() {
+            let s = &self.function_samples;
+            out.push_str(&format!(
+                "\nFunctions' share of the stack samples ({} base, {} new):\n{}",
+                s.base,
+                s.new,
+                if md { "\n" } else { "" }
+            ));
+            out.push_str(&function_table(&functions, style));
+            if more > 0 {
+                if md {
+                    out.push('\n');
+                }
+                out.push_str(&format!("({more} more functions not shown)\n"));
+            }
+        }
         if !self.notes.is_empty() {
             out.push_str(if md { "\n**Notes**\n\n" } else { "\nNotes:\n" });
             for note in &self.notes {
@@ -133,7 +167,13 @@ impl Diff {
             }
         }
         out.push('\n');
-        let method = self.method();
+        let mut method = self.method();
+        if !functions.is_empty() {
+            method.push_str(
+                " Functions: each one's total share of its side's stack samples (it or \
+                 its callees running), by a two-proportion z test, Holm-adjusted.",
+            );
+        }
         out.push_str(&if md {
             format!("<sub>{method}</sub>\n")
         } else {
@@ -188,7 +228,7 @@ impl Diff {
             }
             SampleUnit::Step => {
                 let test = match self.method {
-                    Method::MannWhitneyU => {
+                    Method::MannWhitneyU | Method::TwoProportionZ => {
                         "Each step is a sample: Mann-Whitney U test (two-sided, normal \
                          approximation, tie-corrected)"
                     }
@@ -242,6 +282,22 @@ impl Diff {
                 "peak_bytes": { "base": m.peak.base, "new": m.peak.new },
                 "per_step_peak_bytes": comparison_json(&m.per_step),
             })).collect::<Vec<_>>(),
+            "functions": {
+                "samples": { "base": self.function_samples.base, "new": self.function_samples.new },
+                "rows": self.shown_functions(options).0.iter().map(|f| json!({
+                    "name": f.name,
+                    "total_samples": { "base": f.total_samples.base, "new": f.total_samples.new },
+                    "self_share": { "base": f.self_share.base, "new": f.self_share.new },
+                    "total_share": { "base": f.total_share.base, "new": f.total_share.new },
+                    "delta_points": f.delta_points,
+                    "change_pct": f.change_pct,
+                    "test": f.test.as_ref().map(|t| json!({
+                        "method": t.method.as_str(), "z": t.z, "p": t.p, "p_adjusted": t.p_adjusted,
+                    })),
+                    "verdict": f.verdict.as_str(),
+                })).collect::<Vec<_>>(),
+                "not_shown": self.shown_functions(options).1,
+            },
             "notes": self.notes,
             "method": {
                 "test": self.method.as_str(),
@@ -377,6 +433,48 @@ fn memory_table(rows: &[&MemoryDiff], unit: SampleUnit, style: Style) -> String 
         })
         .collect();
     table(&header, &cells, style, &[2, 3, 4, 5, 6])
+}
+
+fn function_table(rows: &[&FunctionDiff], style: Style) -> String {
+    let header = [
+        "Function",
+        "Base total",
+        "New total",
+        "Δ points",
+        "Base self",
+        "New self",
+        "p",
+        "Verdict",
+    ];
+    let share = |v: f64| format!("{:.1}%", v * 100.0);
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|f| {
+            let p = match &f.test {
+                None => "-".to_owned(),
+                Some(t) if t.p_adjusted < 0.001 => format!("{:.0e}", t.p_adjusted),
+                Some(t) => format!("{:.3}", t.p_adjusted),
+            };
+            let verdict = match f.verdict {
+                Verdict::Increase => "▲ more".to_owned(),
+                Verdict::Decrease => "▼ less".to_owned(),
+                Verdict::OnlyBase => "gone".to_owned(),
+                Verdict::OnlyNew => "new".to_owned(),
+                _ => "~ noise".to_owned(),
+            };
+            vec![
+                crate::functions::short_name(&f.name),
+                share(f.total_share.base),
+                share(f.total_share.new),
+                format!("{:+.1}", f.delta_points),
+                share(f.self_share.base),
+                share(f.self_share.new),
+                p,
+                verdict,
+            ]
+        })
+        .collect();
+    table(&header, &cells, style, &[1, 2, 3, 4, 5, 6])
 }
 
 /// Rows under a header, aligned (`right`: the numeric columns).

@@ -67,14 +67,17 @@ pub enum Method {
     /// of a host: steps of one run share its machine state, so only runs tell how much
     /// a run varies.
     WelchT,
+    /// The two-proportion z test of a function's share of the stack samples.
+    TwoProportionZ,
 }
 
 impl Method {
-    /// The method as named in JSON: `mann-whitney-u`, `welch-t`.
+    /// The method as named in JSON: `mann-whitney-u`, `welch-t`, `two-proportion-z`.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::MannWhitneyU => "mann-whitney-u",
             Method::WelchT => "welch-t",
+            Method::TwoProportionZ => "two-proportion-z",
         }
     }
 }
@@ -85,10 +88,11 @@ pub struct Test {
     /// The test made.
     pub method: Method,
     /// Mann–Whitney: U of the new side, the number of (base, new) pairs in which the
-    /// new sample is the larger, ties counting one half. Welch: t.
+    /// new sample is the larger, ties counting one half. Welch: t. Two proportions:
+    /// the new share minus the base's.
     pub statistic: f64,
-    /// The standard score (Mann–Whitney) or t (Welch): positive when the new side
-    /// tends to be larger.
+    /// The standard score (Mann–Whitney, two proportions) or t (Welch): positive when
+    /// the new side tends to be larger.
     pub z: f64,
     /// Two-sided p-value of the hypothesis that the sides do not differ.
     pub p: f64,

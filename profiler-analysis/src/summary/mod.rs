@@ -30,6 +30,11 @@
 //! allocator's peak ([`Summary::memory`]), its peak in each step
 //! ([`StepRow::peak_memory`]) and, per op, the bytes held at that peak and the highest
 //! bytes in use while the op allocated ([`Summary::memory_by_op`]).
+//!
+//! Where the profile holds sampled native stacks (`host_sampling_hz`), the summary ends
+//! with the hot functions ([`Summary::functions`]): the top functions by self and by
+//! total samples, over every sample and within each of the annotations with the most
+//! samples ([`crate::functions`]).
 
 mod memory;
 mod render;
@@ -45,6 +50,7 @@ use profiler_core::{Error, ErrorKind, Profile, Result};
 use crate::flat::{
     flatten_line, is_bookkeeping, run_length, step_spans, Flat, StepSpan, StepStats,
 };
+use crate::functions::{FunctionOptions, Functions};
 
 /// A column to sort a summary by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,6 +212,7 @@ pub struct Summary {
     steps: Vec<StepRow>,
     memory: Vec<MemoryPeak>,
     memory_by_op: Vec<MemoryByOp>,
+    functions: Option<Functions>,
     options_group: GroupBy,
     limit: Option<usize>,
     /// What a reader of the profile's files should know (a `.xplane.pb` cut to open in
@@ -338,7 +345,7 @@ impl Summary {
             }
             rows = kept;
         }
-        let notes = profiles
+        let mut notes: Vec<String> = profiles
             .iter()
             .filter_map(|p| {
                 let note = profiler_export::fit::note_of(p.xspace())?;
@@ -349,11 +356,22 @@ impl Summary {
                 })
             })
             .collect();
+        // As many functions a list as rows a group (ten when every row is kept: a
+        // program's functions run to thousands).
+        let functions = Functions::of_all(
+            profiles,
+            &FunctionOptions {
+                rows: options.limit.unwrap_or(FunctionOptions::default().rows),
+                ..FunctionOptions::default()
+            },
+            &mut notes,
+        );
         Summary {
             rows,
             steps: step_rows.into_values().collect(),
             memory: memory.peaks,
             memory_by_op: memory.by_op,
+            functions,
             options_group: options.group_by,
             limit: options.limit,
             notes,
@@ -369,6 +387,14 @@ impl Summary {
     /// bytes in use at its memory events; most held first within each allocator.
     pub fn memory_by_op(&self) -> &[MemoryByOp] {
         &self.memory_by_op
+    }
+
+    /// The hot functions of the profile's sampled native stacks, when it has some:
+    /// the first functions by self and by total samples, overall and within each of
+    /// the annotations with the most samples, as many a list as
+    /// [`SummaryOptions::limit`] keeps rows (10 when it keeps all).
+    pub fn functions(&self) -> Option<&Functions> {
+        self.functions.as_ref()
     }
 
     /// What a reader of the profile's files should know, one line each: a `.xplane.pb`

@@ -6,12 +6,14 @@ use comfy_table::{CellAlignment, ContentArrangement, Table};
 use profiler_core::schema;
 
 use super::{GroupBy, Summary, SummaryRow};
+use crate::functions::{short_name, FunctionRow, FunctionTable, Functions};
 use crate::units::{bytes, duration};
 
 impl Summary {
     /// The rows as an aligned table; after them the steps, with each allocator's peak
     /// memory in each when it was tracked, then each allocator's peak and its ops, then
-    /// the [notes](Summary::notes), one a line.
+    /// the hot functions of the stack samples, then the [notes](Summary::notes), one a
+    /// line.
     pub fn table(&self) -> String {
         let by_step = self.options_group == GroupBy::Step;
         let mut table = Table::new();
@@ -69,6 +71,10 @@ impl Summary {
         if let Some(memory) = self.memory_table() {
             out.push('\n');
             out.push_str(&memory);
+        }
+        if let Some(functions) = &self.functions {
+            out.push('\n');
+            out.push_str(&functions_tables(functions));
         }
         for note in &self.notes {
             out.push_str("\nnote: ");
@@ -198,9 +204,10 @@ impl Summary {
         Some(format!("{peaks}{why}{ops}"))
     }
 
-    /// The rows, steps and memory as JSON: `{"share_of": .., "rows": [..], "steps":
-    /// [..], "memory": [..], "memory_by_op": [..], "notes": [..]}`, times in
-    /// nanoseconds, memory in bytes.
+    /// The rows, steps, memory and hot functions as JSON: `{"share_of": .., "rows":
+    /// [..], "steps": [..], "memory": [..], "memory_by_op": [..], "functions": {..} or
+    /// null, "notes": [..]}`, times in nanoseconds, memory in bytes, functions in
+    /// samples.
     pub fn to_json(&self) -> String {
         let rows: Vec<_> = self
             .rows
@@ -265,6 +272,7 @@ impl Summary {
             "steps": steps,
             "memory": memory,
             "memory_by_op": by_op,
+            "functions": self.functions.as_ref().map(functions_json),
             "notes": self.notes,
         })
         .to_string()
@@ -279,6 +287,81 @@ impl Summary {
         }
         out
     }
+}
+
+/// One table a scope (every sample, then each top annotation): the functions by self
+/// samples beside those by total samples, rank by rank.
+fn functions_tables(f: &Functions) -> String {
+    let mut out = format!(
+        "Hot functions: {} stack samples ({}, {} Hz of CPU time asked)\n",
+        f.overall.samples, f.backend, f.hz
+    );
+    out.push_str(&function_table(&f.overall));
+    for t in &f.by_op {
+        out.push_str(&format!(
+            "\nUnder {}: {} samples ({:.1}% of all)\n",
+            t.op.as_deref().unwrap_or("-"),
+            t.samples,
+            f.overall.share(t.samples) * 100.0
+        ));
+        out.push_str(&function_table(t));
+    }
+    out
+}
+
+fn function_table(t: &FunctionTable) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(["By self", "Self", "Self %", "By total", "Total", "Total %"]);
+    let cell = |row: Option<&FunctionRow>, count: fn(&FunctionRow) -> u64| match row {
+        Some(r) => [
+            short_name(&r.name),
+            count(r).to_string(),
+            format!("{:.1}%", t.share(count(r)) * 100.0),
+        ],
+        None => [String::new(), String::new(), String::new()],
+    };
+    for i in 0..t.by_self.len().max(t.by_total.len()) {
+        let mut row = cell(t.by_self.get(i), |r| r.self_samples).to_vec();
+        row.extend(cell(t.by_total.get(i), |r| r.total_samples));
+        table.add_row(row);
+    }
+    for i in [1, 2, 4, 5] {
+        if let Some(column) = table.column_mut(i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.to_string()
+}
+
+fn functions_json(f: &Functions) -> serde_json::Value {
+    let rows = |rows: &[FunctionRow]| -> Vec<serde_json::Value> {
+        rows.iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name,
+                    "self_samples": r.self_samples,
+                    "total_samples": r.total_samples,
+                })
+            })
+            .collect()
+    };
+    let table = |t: &FunctionTable| {
+        serde_json::json!({
+            "op": t.op,
+            "samples": t.samples,
+            "by_self": rows(&t.by_self),
+            "by_total": rows(&t.by_total),
+        })
+    };
+    serde_json::json!({
+        "backend": f.backend,
+        "hz": f.hz,
+        "overall": table(&f.overall),
+        "by_op": f.by_op.iter().map(table).collect::<Vec<_>>(),
+    })
 }
 
 fn csv_row(r: &SummaryRow) -> String {
