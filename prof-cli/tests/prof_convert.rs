@@ -3,12 +3,15 @@
 
 use std::process::Command;
 
+use prof_test_support::serial;
 use profiler_core::{session, trace, ProfileOptions};
 
 #[test]
 fn a_bad_file_is_named_and_the_rest_still_converts() {
     let dir = tempfile::tempdir().expect("tmp");
     let logdir = dir.path().join("logs");
+    // Sessions are process-wide: one test records at a time.
+    let _serial = serial();
     session::start(ProfileOptions::default(), None).expect("start");
     for step in 0..3 {
         let _t = trace!("Train", step_num = step);
@@ -71,6 +74,8 @@ fn a_profile_with_stack_samples_gets_its_pprof_file_listed_beside_the_traces() {
     use profiler_export::pprof::{Profile, StackSamples, Strings};
 
     let dir = tempfile::tempdir().expect("tmp");
+    // Sessions are process-wide: one test records at a time.
+    let _serial = serial();
     session::start(ProfileOptions::default(), None).expect("start");
     for step in 0..3 {
         let _t = trace!("Train", step_num = step);

@@ -18,9 +18,9 @@ use std::collections::BTreeSet;
 
 use profiler_core::Profile;
 
-use super::compare::{Sides, Verdict};
 use super::options::DiffOptions;
 use super::stats::{holm, Method, Test};
+use super::verdict::{Sides, Verdict};
 use crate::functions::{share, Counts};
 
 /// One function's share of the stack samples on each side.

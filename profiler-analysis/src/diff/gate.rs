@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use super::compare::{Comparison, Diff, SampleUnit, Verdict};
+use super::compare::{Comparison, Diff, SampleUnit};
+use super::verdict::Verdict;
 use crate::units::duration;
 
 /// What the gate allows.

@@ -75,12 +75,11 @@ mod side;
 mod stats;
 mod steps;
 mod values;
+mod verdict;
 
 use profiler_core::Result;
 
-pub use compare::{
-    Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Sides, Statistic, Verdict,
-};
+pub use compare::{Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Statistic};
 pub use functions::FunctionDiff;
 pub use gate::{Gate, GateOptions};
 pub use options::DiffOptions;
@@ -88,6 +87,7 @@ pub use render::RenderOptions;
 pub use samples::OpKind;
 pub use side::Side;
 pub use stats::{Distribution, Method, Test};
+pub use verdict::{Sides, Verdict};
 
 /// Compares `new` with `base` with the default options; see the [module](self).
 ///

@@ -8,11 +8,10 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use serde_json::{json, Value};
 
-use super::compare::{
-    Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Statistic, Verdict,
-};
+use super::compare::{Comparison, Diff, MemoryDiff, OpDiff, SampleUnit, SideSummary, Statistic};
 use super::functions::FunctionDiff;
 use super::stats::{Distribution, Method};
+use super::verdict::Verdict;
 use crate::units::{bytes, duration};
 
 /// Which rows a rendering shows.
