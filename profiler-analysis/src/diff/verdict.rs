@@ -21,7 +21,7 @@ pub enum Verdict {
     /// Tested, and the difference is within the noise: not significant, smaller than
     /// the noise threshold, or the statistic and the test disagree on its direction.
     Noise,
-    /// Not tested: fewer steps than [`DiffOptions::min_steps`] on a side, the op ran
+    /// Not tested: fewer steps than [`DiffOptions::min_steps`](super::DiffOptions::min_steps) on a side, the op ran
     /// in fewer steps than that on both, or (testing runs) a side has fewer than two
     /// runs of it.
     TooFewSteps,
