@@ -247,10 +247,11 @@ pub(crate) struct HostLevel {
 }
 
 /// The host heap now, as the calling thread sees it; `None` without a
-/// [`TrackingAllocator`]. Exact for the calling thread, within [`FLUSH_BYTES`] for
-/// each other.
+/// [`TrackingAllocator`], and in a build whose annotations are compiled out (its
+/// sessions record nothing on the host, the heap's level at their edges included).
+/// Exact for the calling thread, within [`FLUSH_BYTES`] for each other.
 pub(crate) fn host_level() -> Option<HostLevel> {
-    if !host_tracked() {
+    if gate::STATIC_MAX_LEVEL == 0 || !host_tracked() {
         return None;
     }
     let (net, n) = own_tally();

@@ -1,4 +1,4 @@
-//! The sampler's own thread, `prof-sampler`: every [`POLL`] it lists the process's
+//! The sampler's own thread, `prof-sampler`: every [`poll_interval`] it lists the process's
 //! threads (starting a trigger on each new one, dropping those that exited), reads
 //! the samples the triggers left, and snapshots the mappings again when a sample
 //! falls outside every one known. It is not sampled itself: its work is prof's cost,
@@ -16,9 +16,16 @@ use crate::settings::{Choice, Settings};
 use crate::threads;
 use crate::timer::Timers;
 
-/// How often the collector wakes: rings of 8 pages hold about 160 ms of one thread's
-/// samples at 1 kHz, and a thread that lives a little longer than this is sampled.
-const POLL: Duration = Duration::from_millis(10);
+/// How often the collector wakes at `hz`: about every 10 samples of a busy thread,
+/// from 10 ms (1 kHz and over) to 100 ms (99 Hz). A wake lists the threads and reads
+/// their clocks and rings; where every core is busy that time is the program's, and it
+/// does not depend on the rate, so a low rate wakes less often (at 10 ms it was most of
+/// the cost at 99 Hz). What must hold between wakes does: a ring of 8 pages keeps about
+/// 160 ms of one thread's samples at 1 kHz, the timers' queue 4096 samples. A thread
+/// that lives a little longer than one interval is sampled.
+fn poll_interval(hz: u32) -> Duration {
+    Duration::from_millis((10_000 / u64::from(hz.max(1))).clamp(10, 100))
+}
 /// Least time between two snapshots of `/proc/self/maps` (a few hundred microseconds
 /// each for a program with many libraries).
 const MAPS_INTERVAL: Duration = Duration::from_millis(100);
@@ -171,6 +178,7 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
     maps::snapshot(&mut state.maps);
     // Every thread alive now is sampled from the session's first moment.
     state.scan();
+    let poll = poll_interval(settings.hz);
     let (stop, stopped) = mpsc::channel::<()>();
     let (me_tx, me_rx) = mpsc::channel::<u32>();
     let thread = std::thread::Builder::new()
@@ -188,7 +196,7 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
                 state.scan();
                 state.trigger.drain(&mut state.recorded);
                 state.check_maps();
-                match stopped.recv_timeout(POLL) {
+                match stopped.recv_timeout(poll) {
                     Err(RecvTimeoutError::Timeout) => {}
                     _ => break,
                 }
@@ -328,4 +336,18 @@ fn monotonic_offset() -> i64 {
         })
         .min()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_collector_wakes_about_every_ten_samples_within_its_bounds() {
+        let ms = |hz| poll_interval(hz).as_millis();
+        assert_eq!(
+            [ms(1), ms(99), ms(250), ms(1000), ms(10_000)],
+            [100, 100, 40, 10, 10]
+        );
+    }
 }

@@ -35,8 +35,8 @@
 //!   seccomp filter), a CPU-time timer per thread whose signal handler walks the frame
 //!   pointers itself, allocating nothing and taking no lock. The profile says which ran
 //!   and why the better one did not. `host_sampling_backend` forces either.
-//! - **Threads** (`threads`): the collector thread lists `/proc/self/task` every
-//!   10 ms and starts a trigger on each new thread (neither trigger follows the
+//! - **Threads** (`threads`): the collector thread lists `/proc/self/task` about
+//!   every ten samples (10 to 100 ms) and starts a trigger on each new thread (neither trigger follows the
 //!   threads its thread creates).
 //! - **Mappings** (`maps`): `/proc/self/maps` with each file's build id, at the start
 //!   and whenever a sample falls outside every known mapping, so libraries loaded late
