@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use prof_test_support::cpu::burn_for;
 use prof_test_support::serial;
 use profiler_core::{session, trace, ProfileOptions};
 
@@ -126,31 +127,6 @@ fn a_real_slowdown_fails_the_gate_and_the_same_run_passes_it() {
     assert_eq!(tree(dir.path()), before);
 }
 
-/// This thread's CPU time.
-fn thread_cpu() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only `now`.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now);
-    }
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-/// Spins `work` until this thread has used `cpu` more CPU time: stack samples are
-/// taken by CPU time, so a sleeping thread has none.
-fn burn(cpu: Duration, work: fn(u64) -> u64) -> u64 {
-    let until = thread_cpu() + cpu;
-    let mut x = 1;
-    while thread_cpu() < until {
-        x = work(x);
-    }
-    x
-}
-
 /// Xorshift rounds, with no call inside (a debug build calls `wrapping_mul` and
 /// `Range::next`): the sampled frame is the function itself, which a build without
 /// frame pointers can still name.
@@ -187,8 +163,8 @@ fn record_sampled(logdir: &Path, tokenize_ms: u64, matmul_ms: u64) -> PathBuf {
     for step in 0..4 {
         let _s = trace!("Train", step_num = step);
         let _f = trace!("forward");
-        burn(Duration::from_millis(tokenize_ms), tokenize);
-        burn(Duration::from_millis(matmul_ms), matmul);
+        burn_for(Duration::from_millis(tokenize_ms), tokenize);
+        burn_for(Duration::from_millis(matmul_ms), matmul);
     }
     let profile = session::stop().expect("stop");
     let profile = profiler_export::write_logdir(logdir, profile).expect("written");

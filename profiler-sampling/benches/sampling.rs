@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use prof_test_support::cpu::thread_cpu;
 use profiler_core::options::HOST_SAMPLING_BACKEND;
 use profiler_core::{session, ProfileOptions};
 use profiler_export::pprof::StackSamples;
@@ -69,20 +70,6 @@ enum Job {
     Units(u64),
     /// Units until the thread has used this much more CPU time.
     Cpu(Duration),
-}
-
-/// This thread's CPU time.
-fn thread_cpu() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only `now`.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now);
-    }
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 /// Threads that stay up between cases (so no case times a thread's start), each

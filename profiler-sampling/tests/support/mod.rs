@@ -5,42 +5,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use profiler_core::{Profile, ProfileOptions};
 use profiler_export::pprof::{Profile as Pprof, StackSamples};
 
-/// Sessions are one at a time in a process; the tests of one binary run on threads.
-static SESSION: Mutex<()> = Mutex::new(());
-
-pub(crate) fn one_session() -> MutexGuard<'static, ()> {
-    SESSION.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// This thread's CPU time.
-pub(crate) fn thread_cpu() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only `now`.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now);
-    }
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-/// Spins `work` until this thread has used `cpu` more CPU time.
-pub(crate) fn burn_for(cpu: Duration, work: fn(u64) -> u64) -> u64 {
-    let until = thread_cpu() + cpu;
-    let mut x = 1;
-    while thread_cpu() < until {
-        x = work(x);
-    }
-    x
-}
+// Sessions one at a time, and CPU burnt by the thread's clock: the workspace's test
+// support has both.
+// Each test binary uses some of them (as with `dead_code` above).
+#[allow(unused_imports)]
+pub(crate) use prof_test_support::cpu::{burn_for, thread_cpu};
+#[allow(unused_imports)]
+pub(crate) use prof_test_support::serial as one_session;
 
 /// Runs a session with `options` around `work`, written to a logdir under `dir`.
 pub(crate) fn session(dir: &Path, options: ProfileOptions, work: impl FnOnce()) -> Profile {

@@ -3,12 +3,14 @@
 //! contents are known ([`spaces`]), readers of a recorded profile ([`read`]), the
 //! indented tree of a recorded line that snapshot tests compare ([`tree`]), a scope
 //! hook that remembers what it was told ([`scope_hook`]), and a stand-in training job
-//! for capture tests ([`workload`]).
+//! for capture tests ([`workload`]), and CPU time burnt by the thread's clock for
+//! sampling tests ([`cpu`]).
 //!
 //! A dev-dependency of the workspace's crates and of the fuzz targets' seed writer;
 //! never published (`publish = false`).
 #![allow(clippy::unwrap_used)]
 
+pub mod cpu;
 pub mod read;
 pub mod scope_hook;
 pub mod spaces;
