@@ -408,6 +408,49 @@ fn stop_cost(workers: &Workers, samples: u64, perf: bool) {
     );
 }
 
+/// The collector thread's share of one core, and its wake-ups a second, while `case`
+/// samples the busy threads for about `wall`: the part of the cost that is prof's own
+/// code, apart from the kernel's work on each sample (which lands on the sampled
+/// threads). Printed as `sampling-collector ...`.
+fn collector_cost(workers: &Workers, case: Sampling, wall: Duration) {
+    session::start(options(case), None).expect("start");
+    let units = workers.units_for(Duration::from_millis(30));
+    let (cpu0, wakes0) = collector_stats();
+    let t0 = Instant::now();
+    while t0.elapsed() < wall {
+        workers.run(units);
+    }
+    let (cpu1, wakes1) = collector_stats();
+    let secs = t0.elapsed().as_secs_f64();
+    session::stop().expect("stop");
+    println!(
+        "sampling-collector {} core_pct {:.3} wakes_per_s {:.1}",
+        case.name,
+        (cpu1 - cpu0) as f64 / 1e9 / secs * 100.0,
+        (wakes1 - wakes0) as f64 / secs,
+    );
+}
+
+/// The `prof-sampler` thread's CPU time (ns, from `schedstat`) and its voluntary
+/// context switches (its sleeps, so its wake-ups).
+fn collector_stats() -> (u64, u64) {
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let path = task.path();
+        if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "prof-sampler") {
+            let cpu = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+            let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
+            let wakes = status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0);
+            let cpu = cpu.split_whitespace().next().and_then(|n| n.parse().ok());
+            return (cpu.unwrap_or(0), wakes);
+        }
+    }
+    (0, 0)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     // `cargo bench` passes --bench; `cargo test --benches` does not, and then every
@@ -431,6 +474,9 @@ fn main() {
         (true, false) => (30, Duration::from_millis(300), 100_000),
     };
     rounds(&workers, &cases, n, workers.units_for(wall));
+    for &case in cases.iter().filter(|c| c.hz > 0) {
+        collector_cost(&workers, case, wall * 5);
+    }
     stop_cost(
         &workers,
         samples,

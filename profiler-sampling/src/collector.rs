@@ -1,11 +1,14 @@
-//! The sampler's own thread, `prof-sampler`: every [`poll_interval`] it lists the process's
-//! threads (starting a trigger on each new one, dropping those that exited), reads
-//! the samples the triggers left, and snapshots the mappings again when a sample
-//! falls outside every one known. It is not sampled itself: its work is prof's cost,
-//! not the program's.
+//! The sampler's own thread, `prof-sampler`: it lists the process's threads (starting
+//! a trigger on each new one, dropping those that exited), reads the samples the
+//! triggers left, and snapshots the mappings again when a sample falls outside every
+//! one known. Between rounds it sleeps in `poll(2)` ([`Wake`]): until the stop, a
+//! perf ring half full, a perf thread's exit, or the [`interval`]. It is not sampled
+//! itself: its work is prof's cost, not the program's.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::os::fd::RawFd;
+use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -15,17 +18,28 @@ use crate::recorded::{Backend, Recorded};
 use crate::settings::{Choice, Settings};
 use crate::threads;
 use crate::timer::Timers;
+use crate::wake::{Wake, Woken};
 
-/// How often the collector wakes at `hz`: about every 10 samples of a busy thread,
-/// from 10 ms (1 kHz and over) to 100 ms (99 Hz). A wake lists the threads and reads
-/// their clocks and rings; where every core is busy that time is the program's, and it
-/// does not depend on the rate, so a low rate wakes less often (at 10 ms it was most of
-/// the cost at 99 Hz). What must hold between wakes does: a ring of 8 pages keeps about
-/// 160 ms of one thread's samples at 1 kHz, the timers' queue 4096 samples. A thread
-/// that lives a little longer than one interval is sampled.
-fn poll_interval(hz: u32) -> Duration {
-    Duration::from_millis((10_000 / u64::from(hz.max(1))).clamp(10, 100))
+/// How long the collector sleeps between rounds, at `hz`, when nothing wakes it
+/// sooner. A round lists the threads and reads their clocks: where every core is busy
+/// its time is the program's, and it does not depend on the rate.
+/// - **Timers:** about every 10 samples of a busy thread, from 10 ms (1 kHz and over)
+///   to 100 ms (99 Hz), so that the handlers' queue (4096 samples) never fills.
+/// - **perf:** at least 50 ms. The kernel wakes the collector when a ring is half full
+///   (16 KiB: about 70 samples of 25 frames, 70 ms at 1 kHz; sooner for deeper stacks or
+///   higher rates), so the interval is only how soon a new thread is found. Woken every
+///   10 ms at 1 kHz, as the timers are, the collector's rounds were about 1% of a core
+///   and preempted the program's threads a hundred times a second.
+fn interval(hz: u32, perf: bool) -> Duration {
+    let every_ten_samples = Duration::from_millis((10_000 / u64::from(hz.max(1))).clamp(10, 100));
+    if perf {
+        every_ten_samples.max(PERF_MIN_INTERVAL)
+    } else {
+        every_ten_samples
+    }
 }
+/// The shortest sleep between two rounds with perf: see [`interval`].
+const PERF_MIN_INTERVAL: Duration = Duration::from_millis(50);
 /// Least time between two snapshots of `/proc/self/maps` (a few hundred microseconds
 /// each for a program with many libraries).
 const MAPS_INTERVAL: Duration = Duration::from_millis(100);
@@ -50,6 +64,14 @@ impl Trigger {
         match self {
             Trigger::Perf(p) => p.tids(),
             Trigger::Timer(t) => t.tids(),
+        }
+    }
+
+    /// The perf events' descriptors, by thread, for the collector's `poll`.
+    fn fds(&self, into: &mut Vec<(u32, RawFd)>) {
+        into.clear();
+        if let Trigger::Perf(p) = self {
+            p.fds(into);
         }
     }
 
@@ -92,7 +114,7 @@ pub(crate) struct Collected {
 
 /// The running collector.
 pub(crate) struct Collector {
-    stop: mpsc::Sender<()>,
+    stop: Arc<Wake>,
     thread: JoinHandle<Collected>,
 }
 
@@ -109,7 +131,8 @@ struct State {
     last_maps: Instant,
     /// Samples already checked against the mappings.
     checked: usize,
-    /// Threads a trigger could not start on: not tried again.
+    /// Threads a trigger could not start on, or whose perf event said they exited:
+    /// not tried again.
     refused: HashSet<u32>,
     /// Per thread sampled: its CPU time when first seen, and last read.
     cpu: HashMap<u32, (u64, u64)>,
@@ -178,8 +201,11 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
     maps::snapshot(&mut state.maps);
     // Every thread alive now is sampled from the session's first moment.
     state.scan();
-    let poll = poll_interval(settings.hz);
-    let (stop, stopped) = mpsc::channel::<()>();
+    let interval = interval(settings.hz, matches!(state.trigger, Trigger::Perf(_)));
+    let wake = Arc::new(Wake::new().map_err(|e| {
+        format!("prof: no stack samples: cannot make the sampler's wake-up eventfd: {e}")
+    })?);
+    let stop = Arc::clone(&wake);
     let (me_tx, me_rx) = mpsc::channel::<u32>();
     let thread = std::thread::Builder::new()
         .name("prof-sampler".into())
@@ -187,18 +213,22 @@ pub(crate) fn start(settings: &Settings) -> Result<Started, String> {
             state.me = threads::current();
             let _ = me_tx.send(state.me);
             state.trigger.remove(state.me, &mut state.recorded);
-            let mut polls = 0u32;
+            let mut rounds = 0u32;
+            let mut fds = Vec::new();
+            let mut exited = Vec::new();
             loop {
-                polls = polls.wrapping_add(1);
-                if polls.is_multiple_of(NAMES_EVERY) {
+                rounds = rounds.wrapping_add(1);
+                if rounds.is_multiple_of(NAMES_EVERY) {
                     state.read_names();
                 }
                 state.scan();
                 state.trigger.drain(&mut state.recorded);
                 state.check_maps();
-                match stopped.recv_timeout(poll) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    _ => break,
+                state.trigger.fds(&mut fds);
+                match wake.wait(&fds, interval, &mut exited) {
+                    Woken::Stop => break,
+                    Woken::Exited => state.exited(&exited),
+                    Woken::Data | Woken::Interval => {}
                 }
             }
             state.finish()
@@ -218,7 +248,7 @@ impl Collector {
     /// # Errors
     /// When the collector thread panicked.
     pub(crate) fn stop(self) -> Result<Collected, String> {
-        let _ = self.stop.send(());
+        self.stop.stop();
         self.thread
             .join()
             .map_err(|_| "prof: the stack sampler's thread panicked; its samples are lost".into())
@@ -255,6 +285,19 @@ impl State {
             if !self.tids.contains(&tid) {
                 self.trigger.remove(tid, &mut self.recorded);
             }
+        }
+    }
+
+    /// Drops the threads whose perf event said they exited (`POLLHUP`, which every
+    /// later `poll` would report again at once), keeping what their rings hold; the
+    /// next list may still show a thread on its way out, and must not start it again.
+    fn exited(&mut self, tids: &[u32]) {
+        for &tid in tids {
+            if let Some(cpu) = self.cpu.get_mut(&tid) {
+                cpu.1 = thread_cpu_ns(tid).unwrap_or(cpu.1);
+            }
+            self.trigger.remove(tid, &mut self.recorded);
+            self.refused.insert(tid);
         }
     }
 
@@ -343,11 +386,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_collector_wakes_about_every_ten_samples_within_its_bounds() {
-        let ms = |hz| poll_interval(hz).as_millis();
+    fn the_collector_sleeps_about_ten_samples_and_with_perf_at_least_50_ms() {
+        let ms = |hz, perf| interval(hz, perf).as_millis();
         assert_eq!(
-            [ms(1), ms(99), ms(250), ms(1000), ms(10_000)],
+            [1, 99, 250, 1000, 10_000].map(|hz| ms(hz, false)),
             [100, 100, 40, 10, 10]
+        );
+        assert_eq!(
+            [1, 99, 250, 1000, 10_000].map(|hz| ms(hz, true)),
+            [100, 100, 50, 50, 50]
         );
     }
 }

@@ -85,6 +85,8 @@ mod threads;
 #[cfg(target_os = "linux")]
 mod timer;
 mod tracer;
+#[cfg(target_os = "linux")]
+mod wake;
 
 use profiler_core::tracer::Tracer;
 use profiler_core::ProfileOptions;

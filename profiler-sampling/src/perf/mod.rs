@@ -4,8 +4,9 @@
 //! Nothing runs on the sampled threads: the kernel writes each sample into the
 //! event's ring, and the collector thread reads the rings.
 //!
-//! Each ring is 8 pages (32 KiB, about 160 samples of 25 frames, 160 ms at 1 kHz; the
-//! collector reads every 10 ms): unprivileged rings count against
+//! Each ring is 8 pages (32 KiB, about 140 samples of 25 frames, 140 ms at 1 kHz). The
+//! kernel wakes the collector when one is half full, and the collector reads them all
+//! then and at least every 50 ms. Unprivileged rings count against
 //! `perf_event_mlock_kb`, and at 8 pages 256 threads fit where 64-page rings stopped
 //! at 35.
 
@@ -13,7 +14,7 @@ mod attr;
 mod ring;
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::recorded::Recorded;
 use ring::Ring;
@@ -32,7 +33,7 @@ const IOC_DISABLE: libc::c_ulong = 0x2401;
 struct Event {
     ring: Ring,
     /// Kept open as long as the ring is mapped (dropped after it).
-    _fd: OwnedFd,
+    fd: OwnedFd,
 }
 
 /// The events of every thread sampled.
@@ -64,6 +65,11 @@ impl Perf {
         self.events.keys().copied().collect()
     }
 
+    /// Each event's thread and descriptor, for the collector's `poll`.
+    pub(crate) fn fds(&self, into: &mut Vec<(u32, RawFd)>) {
+        into.extend(self.events.iter().map(|(&tid, e)| (tid, e.fd.as_raw_fd())));
+    }
+
     /// Starts sampling thread `tid`.
     ///
     /// # Errors
@@ -77,7 +83,7 @@ impl Perf {
                  (kernel.perf_event_mlock_kb, RLIMIT_MEMLOCK) is used up"
             )
         })?;
-        self.events.insert(tid, Event { ring, _fd: fd });
+        self.events.insert(tid, Event { ring, fd });
         Ok(())
     }
 
@@ -101,7 +107,7 @@ impl Perf {
             #[allow(unsafe_code)]
             // SAFETY: an ioctl without argument on a perf event descriptor we own.
             unsafe {
-                libc::ioctl(event._fd.as_raw_fd(), IOC_DISABLE as _, 0);
+                libc::ioctl(event.fd.as_raw_fd(), IOC_DISABLE as _, 0);
             }
         }
         self.drain(out);
