@@ -30,6 +30,9 @@ pub(crate) struct StepSpan {
     pub(crate) step: i64,
     pub(crate) start: u64,
     pub(crate) end: u64,
+    /// Whether the session's start or stop cut its root: its span is only the part
+    /// recorded.
+    pub(crate) cut: bool,
 }
 
 /// Whether a line is one prof draws for itself rather than recorded work (the same
@@ -125,6 +128,7 @@ pub(crate) fn step_spans(events: &[Flat<'_>]) -> Vec<StepSpan> {
                 step,
                 start: e.start,
                 end: e.end,
+                cut: e.cut,
             })
         })
         .collect();

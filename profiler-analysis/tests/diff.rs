@@ -135,6 +135,40 @@ fn train_loop(seed: u64, steps: i64, slower: Option<(&'static str, f64)>, marked
     l.space("trainer")
 }
 
+/// `steps` whole steps of [`train_loop`], then one more that the session's stop cut in
+/// its forward pass: its `Train` root ends at the stop, marked `cut_by_session`, as the
+/// recorder marks a step still open at the stop.
+fn train_loop_cut_at_stop(seed: u64, steps: i64) -> XSpace {
+    let mut l = Loop::new(seed, None);
+    let mut t = 0;
+    for step in 0..=steps {
+        let start = t;
+        let mut at = l.op("load_batch", start + 20, 2000.0);
+        let forward = at;
+        at = l.op("dense_1/MatMul", at + 50, 5000.0);
+        let mut stats = l.step_stats(step);
+        if step == steps {
+            // The stop came here: forward and the step end with it.
+            l.event("forward", forward, at, Stats::new());
+            stats.push(l.host.stat(
+                schema::CUT_BY_SESSION,
+                XStatValue::Str(schema::CUT_AT_STOP.into()),
+            ));
+            l.event("Train", start, at, stats);
+            break;
+        }
+        at = l.op("dense_2/MatMul", at, 800.0);
+        l.event("forward", forward, at, Stats::new());
+        at = l.op("loss", at, 300.0);
+        at = l.op("backward", at, 7000.0);
+        at = l.op("optimizer", at, 1500.0);
+        let end = at + 100;
+        l.event("Train", start, end, stats);
+        t = end + 10;
+    }
+    l.space("trainer")
+}
+
 fn profile(space: XSpace) -> Side {
     Side::from(Profile::new(space))
 }
@@ -488,6 +522,43 @@ fn profiles_without_steps_are_compared_as_whole_sessions() {
     assert!(!gate.passed);
     assert!(gate.failures[0].contains("cannot decide"), "{gate}");
     assert!(d.table(&RenderOptions::default()).contains("Session time"));
+}
+
+#[test]
+fn a_step_cut_at_the_stop_is_left_out_and_said_so() {
+    // The cut step (a third of a step, recorded) would be the shortest step by far.
+    let d = diff::diff(
+        profile(train_loop_cut_at_stop(21, 12)),
+        profile(train_loop(22, 12, None, true)),
+    )
+    .expect("compared");
+    assert_eq!(d.unit, SampleUnit::Step);
+    assert_eq!((d.sides.base.cut_steps, d.sides.new.cut_steps), (1, 0));
+    assert_eq!(
+        (d.sides.base.samples, d.sides.new.samples),
+        (12, 12),
+        "{:?}",
+        d.notes
+    );
+    // Its four events (Train, load_batch, forward, the matmul) are outside.
+    assert_eq!(d.sides.base.outside_steps, 4, "{:?}", d.notes);
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("1 base and 0 new steps were cut")),
+        "{:?}",
+        d.notes
+    );
+    // Twelve whole steps of ~17 ms on each side: the 10th percentile is a whole step's.
+    assert_eq!(d.step_time.dist.base.n, 12);
+    assert!(
+        d.step_time.dist.base.p10 > 12e6,
+        "{:?}",
+        d.step_time.dist.base
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&d.to_json(&RenderOptions::default())).expect("JSON");
+    assert_eq!(json["sides"]["base"]["cut_steps"], 1);
 }
 
 #[test]

@@ -189,6 +189,9 @@ pub struct SideSummary {
     pub memory_events: u64,
     /// Of the host and device events, those outside every step, not compared.
     pub outside_steps: u64,
+    /// Steps the session's start or stop cut (the step still open at the stop), left
+    /// out of the comparison: their recorded span is only a part of the step.
+    pub cut_steps: u64,
 }
 
 /// The comparison of two profiles: see [`crate::diff`].
@@ -373,6 +376,7 @@ pub(super) fn pool(profiles: Vec<(String, String, Samples)>) -> Pooled {
         device_events: profiles.iter().map(|(_, _, s)| s.device_events).sum(),
         memory_events: profiles.iter().map(|(_, _, s)| s.memory_events).sum(),
         outside_steps: profiles.iter().map(|(_, _, s)| s.outside).sum(),
+        cut_steps: profiles.iter().map(|(_, _, s)| s.cut_steps).sum(),
     };
     Pooled {
         step_ns,
@@ -457,6 +461,13 @@ pub(super) fn build(
         m.per_step.decide(options);
     }
 
+    if unit == SampleUnit::Step && (base.summary.cut_steps > 0 || new.summary.cut_steps > 0) {
+        notes.push(format!(
+            "{} base and {} new steps were cut by the session's start or stop (only part \
+             of each was recorded) and are left out",
+            base.summary.cut_steps, new.summary.cut_steps
+        ));
+    }
     if unit == SampleUnit::Step && (base.summary.outside_steps > 0 || new.summary.outside_steps > 0)
     {
         notes.push(format!(

@@ -260,6 +260,7 @@ impl Diff {
                 "device_events": s.device_events,
                 "memory_events": s.memory_events,
                 "outside_steps": s.outside_steps,
+                "cut_steps": s.cut_steps,
             })
         };
         json!({

@@ -102,6 +102,8 @@ pub(super) struct Samples {
     pub(super) memory: BTreeMap<MemoryKey, MemorySeries>,
     /// Events of work outside every step (not compared).
     pub(super) outside: u64,
+    /// Steps the session's start or stop cut, left out (their events are outside).
+    pub(super) cut_steps: u64,
     /// Events of work read on the host: the same count as [`Profile::event_count`].
     pub(super) events: u64,
     /// Work read on devices (kernels, copies, memsets).
@@ -143,10 +145,21 @@ pub(super) fn of(profile: &Profile, whole: bool) -> Samples {
         }
         device_planes.push((plane, from..device_events.len()));
     }
+    // A step still open at the stop (or begun before the start) is only the part
+    // recorded: a short step that never ran so. It is left out, all its roots with it
+    // (a step annotated on two threads, one of them cut), and its events count as
+    // outside every step.
+    let mut cut_steps = 0;
     let steps = if whole {
         Steps::whole(run_length_of(profile, &host_events, &device_events))
     } else {
-        Steps::of(&step_spans(&host_events))
+        let mut spans = step_spans(&host_events);
+        let mut cut: Vec<i64> = spans.iter().filter(|s| s.cut).map(|s| s.step).collect();
+        cut.sort_unstable();
+        cut.dedup();
+        cut_steps = cut.len() as u64;
+        spans.retain(|s| cut.binary_search(&s.step).is_err());
+        Steps::of(&spans)
     };
 
     let n = steps.len();
@@ -209,6 +222,7 @@ pub(super) fn of(profile: &Profile, whole: bool) -> Samples {
             .collect(),
         memory: memory::of(profile, &steps),
         outside,
+        cut_steps,
         events,
         device_events: device_count,
         memory_events: profile.memory_event_count() as u64,

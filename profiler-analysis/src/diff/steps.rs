@@ -111,7 +111,12 @@ mod tests {
     use super::*;
 
     fn span(step: i64, start: u64, end: u64) -> StepSpan {
-        StepSpan { step, start, end }
+        StepSpan {
+            step,
+            start,
+            end,
+            cut: false,
+        }
     }
 
     #[test]
