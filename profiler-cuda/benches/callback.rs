@@ -6,60 +6,23 @@
 //! Goals (docs/cost.md): the callback, entry and exit, ≤ 60 ns; the hook adds ≤ 3 ns to
 //! `trace!`. Both are also timed in interleaved rounds (one batch of each case per
 //! round, in turn), which `benches/report.py` reads the goals from.
-#![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used, unsafe_code)]
+#![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
 use std::cell::RefCell;
-use std::ffi::c_void;
 use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
-use cudarc::cupti::sys as cupti;
 use profiler_core::tracer::keep_scope_stack;
 use profiler_core::{trace, ProfileOptions};
 use profiler_cuda::calls;
+use profiler_cuda::synthetic::DriverLaunch;
 
 #[path = "../../profiler-core/benches/support/mod.rs"]
 mod support;
 use support::{batched, interleaved, print_table, timed, Case, Cmp, LongSession, Row, BATCH};
 
-/// `cuLaunchKernel`'s callback id in the driver domain.
-const CU_LAUNCH_KERNEL: u32 = 307;
 /// Calls a call-log session holds before the bench restarts it, untimed.
 const CALLS_PER_SESSION: u64 = 1 << 20;
-
-/// One launch as CUPTI reports it: the entry, then the exit, with the same data.
-fn launch(data: &mut cupti::CUpti_CallbackData, correlation_id: u32) {
-    data.correlationId = correlation_id;
-    let domain = cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
-    let ptr = std::ptr::from_mut(data).cast::<c_void>().cast_const();
-    data.callbackSite = cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER;
-    // SAFETY: `data` is a whole `CUpti_CallbackData` whose `correlationData` points to
-    // a live u64, as CUPTI passes them for the driver domain.
-    unsafe {
-        profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
-    };
-    data.callbackSite = cupti::CUpti_ApiCallbackSite::CUPTI_API_EXIT;
-    let ptr = std::ptr::from_mut(data).cast::<c_void>().cast_const();
-    // SAFETY: as above.
-    unsafe {
-        profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
-    };
-}
-
-/// Synthetic callback data, its per-call storage in `slot`.
-fn callback_data(slot: &mut u64) -> cupti::CUpti_CallbackData {
-    cupti::CUpti_CallbackData {
-        callbackSite: cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
-        functionName: c"cuLaunchKernel".as_ptr(),
-        functionParams: std::ptr::null(),
-        functionReturnValue: std::ptr::null_mut(),
-        symbolName: std::ptr::null(),
-        context: std::ptr::null_mut(),
-        contextUid: 1,
-        correlationData: slot,
-        correlationId: 0,
-    }
-}
 
 /// A call-log session restarted, untimed, before it would hold more calls.
 struct CallSession {
@@ -99,8 +62,7 @@ fn gpu_tracer(c: &mut Criterion) {
     ));
     keep_scope_stack(true);
     let calls = RefCell::new(CallSession::start());
-    let mut slot = 0u64;
-    let mut data = callback_data(&mut slot);
+    let mut launch = DriverLaunch::new();
     {
         let _layer = trace!("attn");
         g.bench_function("launch_callback", |b| {
@@ -110,7 +72,7 @@ fn gpu_tracer(c: &mut Criterion) {
                     || calls.borrow_mut().reserve(BATCH),
                     |n| {
                         for i in 0..n {
-                            launch(&mut data, i as u32);
+                            launch.report(i as u32);
                         }
                     },
                     |()| {},
@@ -151,17 +113,16 @@ fn gpu_tracer_interleaved() {
         ProfileOptions::default().device_tracer_level(0),
     ));
     let calls = RefCell::new(CallSession::start());
-    let mut slot = 0u64;
-    let data = RefCell::new(callback_data(&mut slot));
+    let launch = RefCell::new(DriverLaunch::new());
     let mut callback = |n| {
         calls.borrow_mut().reserve(n);
         long.borrow_mut().reserve(2);
         keep_scope_stack(true);
         let _layer = trace!("attn");
-        let mut data = data.borrow_mut();
+        let mut launch = launch.borrow_mut();
         timed(n, |n| {
             for i in 0..n {
-                launch(&mut data, i as u32);
+                launch.report(i as u32);
             }
         })
     };

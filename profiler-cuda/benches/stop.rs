@@ -10,24 +10,21 @@
 //! (27 ms for 10k launches and 271 ms for 100k on an H200, CUPTI's part included).
 //!
 //! `cargo bench -p profiler-cuda --bench stop -- --launches 10000,100000`
-#![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used, unsafe_code)]
+#![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
 
-use std::ffi::c_void;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use cudarc::cupti::sys as cupti;
 use profiler_core::tracer::{self, keep_scope_stack, SessionClock, Tracer};
 use profiler_core::xspace::XSpace;
 use profiler_core::{session, trace, ProfileOptions};
 use profiler_cuda::activity::DeviceTrace;
-use profiler_cuda::{calls, convert, synthetic};
+use profiler_cuda::synthetic::{self, DriverLaunch};
+use profiler_cuda::{calls, convert};
 
 #[path = "../../profiler-core/benches/support/args.rs"]
 mod args;
 
-/// `cuLaunchKernel`'s callback id in the driver domain.
-const CU_LAUNCH_KERNEL: u32 = 307;
 /// Launches a step holds.
 const PER_STEP: u64 = 100;
 
@@ -88,37 +85,8 @@ fn factory(_: &ProfileOptions) -> Option<Box<dyn Tracer>> {
     Some(Box::new(Bench { generation: 0 }))
 }
 
-/// One launch as CUPTI reports it: the entry, then the exit.
-fn launch(data: &mut cupti::CUpti_CallbackData, correlation_id: u32) {
-    data.correlationId = correlation_id;
-    let domain = cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
-    for site in [
-        cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
-        cupti::CUpti_ApiCallbackSite::CUPTI_API_EXIT,
-    ] {
-        data.callbackSite = site;
-        let ptr = std::ptr::from_mut(data).cast::<c_void>().cast_const();
-        // SAFETY: `data` is a whole `CUpti_CallbackData` whose `correlationData`
-        // points to a live u64, as CUPTI passes them for the driver domain.
-        unsafe {
-            profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
-        };
-    }
-}
-
 fn run(launches: u64) {
-    let mut slot = 0u64;
-    let mut data = cupti::CUpti_CallbackData {
-        callbackSite: cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
-        functionName: c"cuLaunchKernel".as_ptr(),
-        functionParams: std::ptr::null(),
-        functionReturnValue: std::ptr::null_mut(),
-        symbolName: std::ptr::null(),
-        context: std::ptr::null_mut(),
-        contextUid: 1,
-        correlationData: &mut slot,
-        correlationId: 0,
-    };
+    let mut launch = DriverLaunch::new();
     session::start(
         ProfileOptions::default()
             .device_tracer_level(0)
@@ -132,7 +100,7 @@ fn run(launches: u64) {
         for _ in 0..PER_STEP.min(launches - step * PER_STEP) {
             let _op = trace!("op");
             correlation += 1;
-            launch(&mut data, correlation);
+            launch.report(correlation);
         }
     }
     let t = Instant::now();

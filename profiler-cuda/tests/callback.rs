@@ -5,12 +5,8 @@
 //! was open at its launch, read from the scope hook's stack, not from CUPTI. Its own
 //! test binary: it registers a tracer and installs the scope hook, both process-wide.
 
-#![allow(unsafe_code)]
-
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cudarc::cupti::sys as cupti;
 use profiler_core::schema;
 use profiler_core::tracer::{self, SessionClock, Tracer};
 use profiler_core::xspace::{XPlane, XSpace, XStatValue};
@@ -18,36 +14,9 @@ use profiler_core::{session, trace, ProfileOptions};
 use profiler_cuda::activity::DeviceTrace;
 use profiler_cuda::{calls, convert, synthetic};
 
-/// `cuLaunchKernel` in the driver domain.
-const CU_LAUNCH_KERNEL: u32 = 307;
-
 /// One launch as CUPTI reports it, entry then exit.
 fn launch(correlation_id: u32) {
-    let mut slot = 0u64;
-    let mut data = cupti::CUpti_CallbackData {
-        callbackSite: cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
-        functionName: c"cuLaunchKernel".as_ptr(),
-        functionParams: std::ptr::null(),
-        functionReturnValue: std::ptr::null_mut(),
-        symbolName: std::ptr::null(),
-        context: std::ptr::null_mut(),
-        contextUid: 1,
-        correlationData: &mut slot,
-        correlationId: correlation_id,
-    };
-    let domain = cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
-    for site in [
-        cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
-        cupti::CUpti_ApiCallbackSite::CUPTI_API_EXIT,
-    ] {
-        data.callbackSite = site;
-        let ptr = std::ptr::from_mut(&mut data).cast::<c_void>().cast_const();
-        // SAFETY: a whole `CUpti_CallbackData` whose `correlationData` points to a
-        // live u64, as CUPTI passes them for the driver domain.
-        unsafe {
-            profiler_cuda::synthetic::callback(std::ptr::null_mut(), domain, CU_LAUNCH_KERNEL, ptr)
-        };
-    }
+    synthetic::DriverLaunch::new().report(correlation_id);
 }
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -76,7 +45,7 @@ impl Tracer for SyntheticDevice {
         let (mut activities, _) = calls::into_activities(
             threads,
             |_, cbid| {
-                if cbid == CU_LAUNCH_KERNEL {
+                if cbid == synthetic::cbid::CU_LAUNCH_KERNEL {
                     "cuLaunchKernel".into()
                 } else {
                     format!("CUDA API {cbid}")
@@ -183,7 +152,7 @@ fn a_launch_on_a_device_thread_carries_the_annotation_its_kernel_was_issued_unde
     // What the live tracer learns from CUPTI's names: 307 is a kernel launch.
     profiler_cuda::synthetic::set_function_name(
         calls::ApiDomain::Driver,
-        CU_LAUNCH_KERNEL,
+        synthetic::cbid::CU_LAUNCH_KERNEL,
         "cuLaunchKernel",
     );
     let (issue, issued) = std::sync::mpsc::channel::<u32>();
