@@ -5,8 +5,8 @@ use std::ffi::c_void;
 
 use cudarc::cupti::sys as cupti;
 
-use super::callback;
 use super::cbid::CU_LAUNCH_KERNEL;
+use crate::cupti::callbacks::callback;
 
 /// A `cuLaunchKernel` call's callback data, made once and reported as often as wanted
 /// (a bench times [`DriverLaunch::report`], not the data's making).
