@@ -131,6 +131,13 @@ pub fn start_background(options: ProfileOptions, recorder: FlightRecorder) -> Re
     )
 }
 
+/// Stops the background flight recorder ([`start_background`]) if it is the running
+/// session, dropping what it holds; whether it was. Any other session is left
+/// running, however close in time it replaced the background one.
+pub fn stop_background() -> bool {
+    session::stop_background()
+}
+
 /// Whether the running session is a background flight recorder
 /// ([`start_background`]).
 pub fn is_background() -> bool {

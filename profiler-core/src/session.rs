@@ -171,6 +171,20 @@ fn drop_uncollected(running: Running) {
     drop(running);
 }
 
+/// Stops the running session if it is a background one, dropping its records
+/// uncollected; whether it was. Checked and stopped under one lock, so a session that
+/// took its place meanwhile is never stopped by mistake.
+pub(crate) fn stop_background() -> bool {
+    let mut state = state();
+    if !matches!(&*state, State::Running(r) if r.yields) {
+        return false;
+    }
+    if let State::Running(background) = std::mem::replace(&mut *state, State::Idle) {
+        drop_uncollected(background);
+    }
+    true
+}
+
 /// Whether the running session is a background one (see [`start_with`]).
 pub(crate) fn is_background() -> bool {
     matches!(&*state(), State::Running(r) if r.yields)
