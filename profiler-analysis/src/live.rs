@@ -90,7 +90,8 @@ impl Default for LiveOptions {
 pub struct Step {
     /// Step number.
     pub step: i64,
-    /// When it ended, ns since the Unix epoch.
+    /// When it ended, ns since the Unix epoch (for a profile that carries its wall
+    /// time, as prof's do; else on the profile's own time axis).
     pub end_ns: u64,
     /// How long it took, ns.
     pub duration_ns: u64,
@@ -187,11 +188,20 @@ impl Live {
     /// The view after `snapshot`, its window the events that ended at or after
     /// `since_ns` (ns since the Unix epoch).
     pub fn update_since(&mut self, snapshot: &Profile, since_ns: u64) -> LiveView {
-        let events: Vec<Flat<'_>> = flatten(snapshot)
-            .into_iter()
-            .filter(|e| e.end >= since_ns)
-            .collect();
-        let (from, to) = span(snapshot, &events, since_ns);
+        let mut events = flatten(snapshot);
+        let wall = snapshot.wall_time_ns();
+        // prof's own profiles time events from the session's start; others' files
+        // may hold Unix times already.
+        let base = match wall {
+            Some((start, _)) if events.iter().all(|e| e.end < start) => start,
+            _ => 0,
+        };
+        for e in &mut events {
+            e.start += base;
+            e.end += base;
+        }
+        events.retain(|e| e.end >= since_ns);
+        let (from, to) = span(wall, &events, since_ns);
         let steps = steps_of(&events);
         for s in &steps {
             self.remember(*s);
@@ -252,8 +262,8 @@ fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
 }
 
 /// The window's span: from `since_ns` (or the snapshot's start) to its end.
-fn span(profile: &Profile, events: &[Flat<'_>], since_ns: u64) -> (u64, u64) {
-    let (start, stop) = profile.wall_time_ns().unwrap_or_else(|| {
+fn span(wall: Option<(u64, u64)>, events: &[Flat<'_>], since_ns: u64) -> (u64, u64) {
+    let (start, stop) = wall.unwrap_or_else(|| {
         (
             events.iter().map(|e| e.start).min().unwrap_or(0),
             events.iter().map(|e| e.end).max().unwrap_or(0),

@@ -87,6 +87,7 @@
 mod auth;
 mod conn;
 mod limits;
+mod live;
 mod output;
 mod quote;
 mod request;
@@ -101,6 +102,7 @@ use profiler_core::{Error, ErrorKind};
 use tokio::sync::watch;
 use tonic::service::interceptor::InterceptedService;
 
+use crate::live_rpc::live_server::LiveServer;
 use crate::rpc::profiler_service_server::ProfilerServiceServer;
 use auth::Auth;
 use conn::Conns;
@@ -286,11 +288,18 @@ impl ServerBuilder {
             .build()
             .map_err(io("profiler server runtime".into()))?;
         let (shutdown, stopped) = watch::channel(false);
-        let service = ProfilerServiceServer::new(Service::new(self.limits.clone(), writes))
+        let hub = live::Hub::new(&self.limits);
+        let service =
+            ProfilerServiceServer::new(Service::new(self.limits.clone(), writes, hub.clone()))
+                .max_decoding_message_size(MAX_REQUEST_BYTES)
+                .max_encoding_message_size(MAX_RESPONSE_BYTES);
+        let live = LiveServer::new(live::LiveService(hub))
             .max_decoding_message_size(MAX_REQUEST_BYTES)
             .max_encoding_message_size(MAX_RESPONSE_BYTES);
         let conns = Conns::new(self.limits.max_connections, self.limits.idle_timeout);
-        let router = transport.add_service(InterceptedService::new(service, auth));
+        let router = transport
+            .add_service(InterceptedService::new(service, auth.clone()))
+            .add_service(InterceptedService::new(live, auth));
         let thread = std::thread::Builder::new()
             .name("prof-server".into())
             .spawn(move || {
