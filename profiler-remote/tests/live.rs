@@ -21,7 +21,7 @@ async fn watching(addr: &str) -> tonic::Streaming<Snapshot> {
         .await
         .expect("watch")
     {
-        Source::Live(stream) => stream,
+        Source::Live(stream) => *stream,
         Source::MonitorOnly => panic!("prof's server has the live view"),
     }
 }

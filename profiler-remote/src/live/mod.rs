@@ -44,7 +44,7 @@ use crate::rpc::profiler_service_client::ProfilerServiceClient;
 #[derive(Debug)]
 pub enum Source {
     /// `prof.live.v1.Live/Watch`: a snapshot about once a second.
-    Live(tonic::Streaming<proto::Snapshot>),
+    Live(Box<tonic::Streaming<proto::Snapshot>>),
     /// The server has no `prof.live.v1` (UNIMPLEMENTED): only TensorFlow's `Monitor`,
     /// if that.
     MonitorOnly,
@@ -94,7 +94,7 @@ pub async fn watch(address: &str, connection: &Connection) -> Result<Source, Cap
         .watch(authorized(proto::WatchRequest {}, connection)?)
         .await
     {
-        Ok(response) => Ok(Source::Live(response.into_inner())),
+        Ok(response) => Ok(Source::Live(Box::new(response.into_inner()))),
         Err(status) if status.code() == Code::Unimplemented => Ok(Source::MonitorOnly),
         Err(status) => Err(error(status)),
     }
