@@ -200,9 +200,13 @@ impl Live {
             e.start += base;
             e.end += base;
         }
+        // A step that ended in the window keeps its input time from before it.
+        let steps: Vec<Step> = steps_of(&events)
+            .into_iter()
+            .filter(|s| s.end_ns >= since_ns)
+            .collect();
         events.retain(|e| e.end >= since_ns);
         let (from, to) = span(wall, &events, since_ns);
-        let steps = steps_of(&events);
         for s in &steps {
             self.remember(*s);
         }

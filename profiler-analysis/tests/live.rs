@@ -66,6 +66,16 @@ fn step_times_and_input_share_match_what_the_program_measured() {
     let since = view.steps[9].end_ns + 1;
     let later = Live::new(LiveOptions::default()).update_since(&snapshot, since);
     assert_eq!(later.steps.first().map(|s| s.step), Some(10));
+    // Every step of the window keeps its input, also the first, whose input began
+    // before the window's start.
+    let since = view.steps[9].end_ns + 3_500_000;
+    let later = Live::new(LiveOptions::default()).update_since(&snapshot, since);
+    assert_eq!(later.steps.first().map(|s| s.step), Some(10));
+    assert!(
+        later.steps.iter().all(|s| s.input_ns >= 2_000_000),
+        "{:?}",
+        later.steps
+    );
 }
 
 #[test]
