@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # prof-top in a real terminal (tmux), against serve_training, read back with
 # capture-pane: connected with op names, the step number growing, a capture (xprof's
-# client and capture-profile) running while it watches and said on screen, the server
+# client and capture-profile) running while it watches and said on screen, `c`
+# capturing from the view itself, the server
 # killed ("reconnecting") and restarted (connected again), `q` leaving the normal
 # screen with status 0, and a 60x20 terminal still showing the step time.
 #
@@ -65,6 +66,11 @@ capture_pid=$!
 wait_for "capture running" 5
 wait "$capture_pid" || fail "capture-profile failed while prof-top watched"
 wait_for "no capture" 5
+# c: prof-top's own capture (capture-profile beside it), with its progress.
+tmux send-keys -t "$session" c
+wait_for "capturing" 5
+wait_for "capture written to" 20
+ls "$out"/logs/plugins/profile/*/*.xplane.pb >/dev/null 2>&1 || fail "c wrote no .xplane.pb under $out/logs"
 
 # The server goes away, and comes back on the same port.
 kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
