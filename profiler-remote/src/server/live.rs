@@ -149,7 +149,7 @@ impl Hub {
         CaptureMark(self.clone())
     }
 
-    /// Starts the background recorder unless a session runs; whether one records now.
+    /// Starts the background recorder unless a session runs.
     fn ensure_recording(&self) {
         if session::is_running() {
             return;

@@ -50,6 +50,11 @@
 //!   whenever `accept` fails for want of one): then the one idle longest closes at
 //!   once. When none can close, the accept loop backs off (10 ms to 1 s) instead of
 //!   spinning.
+//! - **Live views** (`prof.live.v1.Live/Watch` streams and `Monitor` calls): at most
+//!   4 at once; each watcher's channel holds one frame (a slow one misses frames,
+//!   counted), and the background flight recorder behind them keeps 16 Ki records
+//!   (512 KiB) per recording thread, only while someone watches. A capture replaces
+//!   that recorder at once: watching never makes one busy.
 //! - **Stopping** waits at most about a second for calls in flight; a capture cut
 //!   short stops its session.
 //!
