@@ -350,3 +350,85 @@ fn three_loopback_servers_one_slower() {
     // One screen per host, each with the three rows.
     assert_eq!(slow_rows, 3, "{text}");
 }
+
+/// A `tensorflow.ProfilerService` that answers nothing (UNIMPLEMENTED), as JAX's and
+/// TensorFlow's open-source servers answer `Monitor`, and without `prof.live.v1`.
+struct NoLiveView;
+
+fn unimplemented<T>() -> Result<tonic::Response<T>, tonic::Status> {
+    Err(tonic::Status::unimplemented("not here"))
+}
+
+#[tonic::async_trait]
+impl profiler_remote::rpc::profiler_service_server::ProfilerService for NoLiveView {
+    async fn profile(
+        &self,
+        _: tonic::Request<profiler_remote::proto::ProfileRequest>,
+    ) -> Result<tonic::Response<profiler_remote::proto::ProfileResponse>, tonic::Status> {
+        unimplemented()
+    }
+    async fn terminate(
+        &self,
+        _: tonic::Request<profiler_remote::proto::TerminateRequest>,
+    ) -> Result<tonic::Response<profiler_remote::proto::TerminateResponse>, tonic::Status> {
+        unimplemented()
+    }
+    async fn monitor(
+        &self,
+        _: tonic::Request<profiler_remote::proto::MonitorRequest>,
+    ) -> Result<tonic::Response<profiler_remote::proto::MonitorResponse>, tonic::Status> {
+        unimplemented()
+    }
+    async fn start_continuous_profiling(
+        &self,
+        _: tonic::Request<profiler_remote::proto::ProfileRequest>,
+    ) -> Result<tonic::Response<profiler_remote::proto::ContinuousProfilingResponse>, tonic::Status>
+    {
+        unimplemented()
+    }
+    async fn stop_continuous_profiling(
+        &self,
+        _: tonic::Request<profiler_remote::proto::StopContinuousProfilingRequest>,
+    ) -> Result<
+        tonic::Response<profiler_remote::proto::StopContinuousProfilingResponse>,
+        tonic::Status,
+    > {
+        unimplemented()
+    }
+    async fn get_snapshot(
+        &self,
+        _: tonic::Request<profiler_remote::proto::GetSnapshotRequest>,
+    ) -> Result<tonic::Response<profiler_remote::proto::ProfileResponse>, tonic::Status> {
+        unimplemented()
+    }
+}
+
+#[test]
+fn a_server_without_a_live_view_is_said_in_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let serving = runtime.spawn(
+        tonic::transport::Server::builder()
+            .add_service(
+                profiler_remote::rpc::profiler_service_server::ProfilerServiceServer::new(
+                    NoLiveView,
+                ),
+            )
+            .serve(addr.parse().expect("address")),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let out = prof_top(&[&addr, "--json", "--wait-ms", "5000"]);
+    serving.abort();
+    let host = &json(&out)["hosts"][0];
+    assert_eq!(host["state"], "no live view", "{host}");
+    let error = host["error"].as_str().expect("the line");
+    assert!(
+        error.contains("has no live view") && !error.contains('\n'),
+        "{error}"
+    );
+    assert_eq!(out.status.code(), Some(1), "a host that gave nothing");
+}

@@ -209,3 +209,35 @@ fn monitor_answers_with_tpu_wording() {
         assert!(!session::is_running());
     });
 }
+
+#[test]
+fn watching_takes_the_servers_token() {
+    let _s = serial();
+    let (_server, addr) = serve_with(ServerBuilder::new(0).bearer_token("s3cret"));
+    runtime().block_on(async {
+        let refused = live::watch(&addr, &Connection::default())
+            .await
+            .expect_err("no token");
+        assert_eq!(
+            refused.kind(),
+            profiler_core::ErrorKind::Unauthenticated,
+            "{refused}"
+        );
+        let with_token = Connection {
+            bearer_token: Some("s3cret".into()),
+            ..Connection::default()
+        };
+        let Source::Live(mut stream) = live::watch(&addr, &with_token).await.expect("watch") else {
+            panic!("prof's server has the live view");
+        };
+        next(&mut stream).await;
+        let refused = live::monitor(&addr, &Connection::default(), 100, 1)
+            .await
+            .expect_err("Monitor needs it too");
+        assert_eq!(
+            refused.kind(),
+            profiler_core::ErrorKind::Unauthenticated,
+            "{refused}"
+        );
+    });
+}
