@@ -14,6 +14,24 @@ fn method(name: &str, route: &str, input: &str, output: &str) -> Method {
         .build()
 }
 
+/// `prof.live.v1.Live`: prof's own service on the same port, whose messages are in
+/// `src/live/proto.rs`.
+fn live() -> Service {
+    let watch = Method::builder()
+        .name("watch")
+        .route_name("Watch")
+        .input_type("crate::live::proto::WatchRequest")
+        .output_type("crate::live::proto::Snapshot")
+        .codec_path("crate::codec::Protobuf")
+        .server_streaming()
+        .build();
+    Service::builder()
+        .name("Live")
+        .package("prof.live.v1")
+        .method(watch)
+        .build()
+}
+
 fn main() {
     let service = Service::builder()
         .name("ProfilerService")
@@ -55,5 +73,5 @@ fn main() {
             "ProfileResponse",
         ))
         .build();
-    Builder::new().compile(&[service]);
+    Builder::new().compile(&[service, live()]);
 }

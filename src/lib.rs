@@ -67,6 +67,7 @@
 //! | export a [`Profile`] | [`prelude`] ([`ProfileExport`]), [`export`] | [formats] |
 //! | summarise a profile, compare two runs | [`prelude`] ([`ProfileAnalysis`]), [`summary`], [`diff()`], [`diff`](mod@diff) | [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
+//! | watch a running job (`prof-top`, TensorFlow's `Monitor`) | `server` (feature `remote`), [`live`] | [live] |
 //! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
 //! | count memory, ask for peaks | [`TrackingAllocator`], [`memory`] | [memory] |
 //! | read or build profiles | [`xspace`], [`schema`] | [formats] |
@@ -81,6 +82,7 @@
 //! [formats]: https://github.com/prof-rs/prof/blob/main/docs/formats.md
 //! [comparing]: https://github.com/prof-rs/prof/blob/main/docs/comparing.md
 //! [remote]: https://github.com/prof-rs/prof/blob/main/docs/remote.md
+//! [live]: https://github.com/prof-rs/prof/blob/main/docs/live.md
 //! [gpu]: https://github.com/prof-rs/prof/blob/main/docs/gpu.md
 //! [memory]: https://github.com/prof-rs/prof/blob/main/docs/memory.md
 
@@ -89,6 +91,7 @@ use std::path::{Path, PathBuf};
 pub mod schedule;
 
 pub use profiler_analysis::functions;
+pub use profiler_analysis::live;
 pub use profiler_analysis::summary;
 pub use profiler_analysis::ProfileAnalysis;
 pub use profiler_core::domain::{Domain, Event, Frame, Marker, MarkerScope, Task};
@@ -567,6 +570,8 @@ mod guide {
     struct Sessions;
     #[doc = include_str!("../docs/remote.md")]
     struct Remote;
+    #[doc = include_str!("../docs/live.md")]
+    struct Live;
     #[cfg(all(feature = "cuda", feature = "candle"))]
     #[doc = include_str!("../docs/gpu.md")]
     struct Gpu;

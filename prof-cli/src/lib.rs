@@ -6,6 +6,9 @@
 //!   `prof::server::start`, `jax.profiler.start_server`,
 //!   `tf.profiler.experimental.server.start`) into a TensorBoard/XProf logdir, as
 //!   TensorBoard's Capture button and `python -m jax.collect_profile` do;
+//! - `prof-top HOST:PORT[,HOST:PORT...]`: a live view of running programs that serve
+//!   prof's profiler port (step times, input share, top ops, memory, GPUs), a row per
+//!   host with the slowest marked; `--once`/`--json` print one snapshot;
 //! - `prof-convert PATH...`: turns `.xplane.pb` files (prof's, JAX's, TensorFlow's)
 //!   into Perfetto and Chrome JSON traces;
 //! - `prof-diff BASE NEW`: compares two runs (step time, ops, kernels, memory), marks
@@ -18,7 +21,7 @@
 //! $ prof-diff logs/base logs/new --fail-if-slower 10
 //! ```
 //!
-//! All three follow the usual conventions: `--help` and `--version`, errors that suggest
+//! All four follow the usual conventions: `--help` and `--version`, errors that suggest
 //! the flag that was meant, exit status 2 for bad usage, 1 when some work failed.
 //! The library half of this crate is what the binaries run, public so its
 //! parsing can be tested; it is not meant as an API.
@@ -29,3 +32,4 @@ pub mod convert;
 pub mod diff;
 pub mod formats;
 pub mod interrupt;
+pub mod top;

@@ -10,12 +10,14 @@
 //!   and the share of the stack samples each function took, compared;
 //! - [`functions`]: the hot functions of sampled native stacks, by self and by total
 //!   samples, overall and within the annotations with the most samples;
+//! - [`live`]: a running job's last seconds from its flight recorder's snapshots
+//!   (step times, input share, top ops by self time), in fixed-size tables, for
+//!   `prof-top`, the live stream and TensorFlow's `Monitor`;
 //! - [`ProfileAnalysis`]: the analyses as methods of a [`Profile`].
 //!
 //! The analyses of a finished profile live here, apart from the writers: what prof
 //! computes *from* a profile is not how it is put on the wire. The live view's
-//! aggregation (a running session's rows, updated as batches arrive) belongs here too,
-//! a module of its own beside `summary`, `diff` and `functions`.
+//! aggregation ([`live`]) reads events as the summary does.
 //!
 //! Layers: the crate reads the XSpace model of `profiler-core` and the reading side of
 //! `profiler-export` (`.xplane.pb` files, logdirs and their runs, the note of a
@@ -27,6 +29,7 @@
 pub mod diff;
 mod flat;
 pub mod functions;
+pub mod live;
 mod ops;
 mod profile;
 pub mod summary;

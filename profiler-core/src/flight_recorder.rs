@@ -102,7 +102,46 @@ impl FlightRecorder {
 /// [`ErrorKind::AlreadyExists`] when a session is running.
 pub fn start(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
     recorder.validate()?;
-    session::start_with(options, None, recorder.events_per_thread, recorder.window)
+    session::start_with(
+        options,
+        None,
+        recorder.events_per_thread,
+        recorder.window,
+        false,
+    )
+}
+
+/// Starts a background flight recorder: one that makes way for any session started
+/// after it (`session::start`, a capture, another flight recorder), which then
+/// replaces it, its records dropped uncollected. A live view of the process
+/// (`profiler_remote`'s `Watch`) records this way only while someone watches, so that
+/// watching never makes a capture fail as busy. It is stopped like any session, and
+/// [`is_background`] tells it from one that something else started.
+///
+/// # Errors
+/// As [`start`]: [`ErrorKind::AlreadyExists`] while any session runs.
+pub fn start_background(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
+    recorder.validate()?;
+    session::start_with(
+        options,
+        None,
+        recorder.events_per_thread,
+        recorder.window,
+        true,
+    )
+}
+
+/// Stops the background flight recorder ([`start_background`]) if it is the running
+/// session, dropping what it holds; whether it was. Any other session is left
+/// running, however close in time it replaced the background one.
+pub fn stop_background() -> bool {
+    session::stop_background()
+}
+
+/// Whether the running session is a background flight recorder
+/// ([`start_background`]).
+pub fn is_background() -> bool {
+    session::is_background()
 }
 
 /// Starts a flight-recorder session whose last snapshot `finisher` writes when it
@@ -123,6 +162,7 @@ pub fn start_writing(
         Some(finisher),
         recorder.events_per_thread,
         recorder.window,
+        false,
     )
 }
 

@@ -60,6 +60,10 @@ struct Running {
     finisher: Option<Finisher>,
     /// Warnings for the profile from arming the exit paths (signals left ignored).
     warnings: Vec<String>,
+    /// A background session (a live view's flight recorder): any session started
+    /// after it takes its place rather than failing, so watching a process never
+    /// blocks a capture of it.
+    yields: bool,
     /// Dropping it wakes and ends the session's timer thread.
     _cancel_timer: Option<mpsc::Sender<()>>,
 }
@@ -91,17 +95,19 @@ pub fn is_running() -> bool {
 /// [`ErrorKind::InvalidArgument`] for invalid options, [`ErrorKind::AlreadyExists`]
 /// when a session is already running.
 pub fn start(options: ProfileOptions, finisher: Option<Finisher>) -> Result<()> {
-    start_with(options, finisher, 0, None)
+    start_with(options, finisher, 0, None, false)
 }
 
 /// Starts a session; with `ring` > 0, one whose threads write in rings of that many
 /// records, read back no further than `window` (the flight recorder, which validated
-/// both).
+/// both). A session that `yields` makes way for the next one started; one that does
+/// not replaces a session that yields (whose records are dropped uncollected).
 pub(crate) fn start_with(
     options: ProfileOptions,
     finisher: Option<Finisher>,
     ring: u64,
     window: Option<Duration>,
+    yields: bool,
 ) -> Result<()> {
     options.validate()?;
     if options.writes_on_signals() && finisher.is_none() {
@@ -113,6 +119,11 @@ pub(crate) fn start_with(
         ));
     }
     let mut state = state();
+    if matches!(&*state, State::Running(running) if running.yields && !yields) {
+        if let State::Running(background) = std::mem::replace(&mut *state, State::Idle) {
+            drop_uncollected(background);
+        }
+    }
     if let State::Running(running) = &*state {
         return Err(Error::new(
             ErrorKind::AlreadyExists,
@@ -145,9 +156,38 @@ pub(crate) fn start_with(
         pauses: Vec::new(),
         finisher,
         warnings,
+        yields,
         _cancel_timer: cancel,
     });
     Ok(())
+}
+
+/// Ends a background session without collecting it: its records are dropped with its
+/// buffer generation when the next session begins its own.
+fn drop_uncollected(running: Running) {
+    gate::close();
+    drop(tracer::stop_all());
+    exit::disarm(false);
+    drop(running);
+}
+
+/// Stops the running session if it is a background one, dropping its records
+/// uncollected; whether it was. Checked and stopped under one lock, so a session that
+/// took its place meanwhile is never stopped by mistake.
+pub(crate) fn stop_background() -> bool {
+    let mut state = state();
+    if !matches!(&*state, State::Running(r) if r.yields) {
+        return false;
+    }
+    if let State::Running(background) = std::mem::replace(&mut *state, State::Idle) {
+        drop_uncollected(background);
+    }
+    true
+}
+
+/// Whether the running session is a background one (see [`start_with`]).
+pub(crate) fn is_background() -> bool {
+    matches!(&*state(), State::Running(r) if r.yields)
 }
 
 /// Stops the running session, collects its profile and runs its finisher.

@@ -205,3 +205,49 @@ fn misuse_is_an_error() {
     }
     assert!(!session::is_running());
 }
+
+#[test]
+fn a_background_recorder_makes_way_for_any_session() {
+    let _serial = serial();
+    let background = || {
+        flight_recorder::start_background(ProfileOptions::default(), FlightRecorder::new(4096))
+            .expect("background recorder")
+    };
+    background();
+    assert!(flight_recorder::is_background() && flight_recorder::is_running());
+    {
+        let _t = trace!("watched");
+    }
+    assert_eq!(
+        flight_recorder::snapshot().expect("snapshot").event_count(),
+        1
+    );
+    // A capture starts in its place, and sees nothing the background one recorded.
+    session::start(ProfileOptions::default(), None).expect("the capture is not refused");
+    assert!(!flight_recorder::is_background());
+    {
+        let _t = trace!("captured");
+    }
+    let captured = session::stop().expect("stop");
+    let host = read::host(&captured);
+    assert_eq!(read::names(host, read::my_line(host)), ["captured"]);
+    // A background recorder never takes the place of another session...
+    session::start(ProfileOptions::default(), None).expect("start");
+    let err =
+        flight_recorder::start_background(ProfileOptions::default(), FlightRecorder::new(4096))
+            .expect_err("a session runs");
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    session::stop().expect("stop");
+    // ... nor of another background one, and a flight recorder replaces it too.
+    background();
+    assert_eq!(
+        flight_recorder::start_background(ProfileOptions::default(), FlightRecorder::new(4096))
+            .expect_err("one runs")
+            .kind(),
+        ErrorKind::AlreadyExists
+    );
+    flight_recorder::start(ProfileOptions::default(), FlightRecorder::new(4096))
+        .expect("replaces it");
+    assert!(flight_recorder::is_running() && !flight_recorder::is_background());
+    session::stop().expect("stop");
+}

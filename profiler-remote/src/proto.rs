@@ -154,8 +154,52 @@ pub struct MonitorRequest {
 /// `tensorflow.MonitorResponse`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct MonitorResponse {
+    /// The text TensorFlow's client prints (and consumers such as wandb parse).
     #[prost(string, tag = "1")]
     pub data: String,
+    /// The same numbers, as numbers.
+    #[prost(message, optional, tag = "10")]
+    pub monitor_result: Option<ProfilerServiceMonitorResult>,
+}
+
+/// `tensorflow.ProfilerServiceMonitorResult` (TSL's
+/// `profiler_service_monitor_result.proto`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProfilerServiceMonitorResult {
+    #[prost(
+        enumeration = "profiler_service_monitor_result::ResponseType",
+        tag = "1"
+    )]
+    pub response_type: i32,
+    #[prost(double, tag = "2")]
+    pub device_idle_time_percent: f64,
+    #[prost(double, tag = "3")]
+    pub matrix_unit_utilization_percent: f64,
+    #[prost(double, tag = "4")]
+    pub step_time_ms_avg: f64,
+    #[prost(double, tag = "5")]
+    pub step_time_ms_min: f64,
+    #[prost(double, tag = "6")]
+    pub step_time_ms_max: f64,
+    #[prost(double, tag = "7")]
+    pub infeed_percent_avg: f64,
+    #[prost(double, tag = "8")]
+    pub infeed_percent_min: f64,
+    #[prost(double, tag = "9")]
+    pub infeed_percent_max: f64,
+}
+
+/// The enum of [`ProfilerServiceMonitorResult`].
+pub mod profiler_service_monitor_result {
+    /// Which of the result's fields are filled.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum ResponseType {
+        EmptyResult = 0,
+        UtilOnly = 1,
+        UtilIdle = 2,
+        UtilIdleStep = 3,
+    }
 }
 
 /// `tensorflow.ContinuousProfilingResponse`.

@@ -323,17 +323,22 @@ fn a_busy_port_is_an_error_that_reads_as_a_sentence() {
 }
 
 #[test]
-fn monitor_is_unimplemented() {
+fn monitor_refuses_a_duration_over_the_limit() {
     let _s = serial();
     let (_server, addr) = serve();
     let rt = runtime();
     rt.block_on(async {
         let mut c = raw_client(&addr).await;
         let monitor = c
-            .monitor(proto::MonitorRequest::default())
+            .monitor(proto::MonitorRequest {
+                duration_ms: 3_600_000,
+                monitoring_level: 2,
+                timestamp: true,
+            })
             .await
-            .expect_err("no monitor");
-        assert_eq!(monitor.code(), Code::Unimplemented);
+            .expect_err("an hour");
+        assert_eq!(monitor.code(), Code::InvalidArgument);
+        assert!(monitor.message().contains("max_duration"), "{monitor:?}");
     });
 }
 

@@ -146,7 +146,7 @@ pub struct Args {
     pub tls_domain: Option<String>,
 }
 
-fn parse_address(address: &str) -> Result<String, String> {
+pub(crate) fn parse_address(address: &str) -> Result<String, String> {
     let trimmed = address.trim();
     let bare = trimmed.strip_prefix("grpc://").unwrap_or(trimmed);
     if let Some((scheme, _)) = bare.split_once("://") {

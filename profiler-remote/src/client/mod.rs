@@ -333,7 +333,7 @@ fn classify(status: &tonic::Status) -> CaptureError {
 }
 
 /// The endpoint for `address` with `connection`'s TLS, if any.
-fn endpoint(
+pub(crate) fn endpoint(
     address: &str,
     connection: &Connection,
 ) -> Result<tonic::transport::Endpoint, CaptureError> {
@@ -389,7 +389,10 @@ fn with_tls(
 }
 
 /// The wire request, with the bearer token if there is one.
-fn authorized<T>(message: T, connection: &Connection) -> Result<tonic::Request<T>, CaptureError> {
+pub(crate) fn authorized<T>(
+    message: T,
+    connection: &Connection,
+) -> Result<tonic::Request<T>, CaptureError> {
     let mut request = tonic::Request::new(message);
     if let Some(token) = &connection.bearer_token {
         let value = format!("Bearer {token}").parse().map_err(|_| {

@@ -35,6 +35,12 @@ pub struct Limits {
     pub early_terminations: usize,
     /// How long an early `Terminate` is remembered (default 10 s).
     pub early_termination_ttl: Duration,
+    /// Live views at once: `prof.live.v1.Live/Watch` streams and `Monitor` calls
+    /// together (default 4); one more is refused with RESOURCE_EXHAUSTED.
+    pub max_watchers: usize,
+    /// Records per thread in the live view's flight-recorder ring (default 16 Ki,
+    /// 512 KiB per recording thread), held only while someone watches.
+    pub live_ring_events: u64,
 }
 
 impl Default for Limits {
@@ -48,6 +54,8 @@ impl Default for Limits {
             max_ring_events: 1 << 20,
             early_terminations: 64,
             early_termination_ttl: Duration::from_secs(10),
+            max_watchers: 4,
+            live_ring_events: 16 << 10,
         }
     }
 }

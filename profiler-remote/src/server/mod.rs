@@ -50,6 +50,11 @@
 //!   whenever `accept` fails for want of one): then the one idle longest closes at
 //!   once. When none can close, the accept loop backs off (10 ms to 1 s) instead of
 //!   spinning.
+//! - **Live views** (`prof.live.v1.Live/Watch` streams and `Monitor` calls): at most
+//!   4 at once; each watcher's channel holds one frame (a slow one misses frames,
+//!   counted), and the background flight recorder behind them keeps 16 Ki records
+//!   (512 KiB) per recording thread, only while someone watches. A capture replaces
+//!   that recorder at once: watching never makes one busy.
 //! - **Stopping** waits at most about a second for calls in flight; a capture cut
 //!   short stops its session.
 //!
@@ -87,6 +92,7 @@
 mod auth;
 mod conn;
 mod limits;
+mod live;
 mod output;
 mod quote;
 mod request;
@@ -101,6 +107,7 @@ use profiler_core::{Error, ErrorKind};
 use tokio::sync::watch;
 use tonic::service::interceptor::InterceptedService;
 
+use crate::live_rpc::live_server::LiveServer;
 use crate::rpc::profiler_service_server::ProfilerServiceServer;
 use auth::Auth;
 use conn::Conns;
@@ -286,11 +293,18 @@ impl ServerBuilder {
             .build()
             .map_err(io("profiler server runtime".into()))?;
         let (shutdown, stopped) = watch::channel(false);
-        let service = ProfilerServiceServer::new(Service::new(self.limits.clone(), writes))
+        let hub = live::Hub::new(&self.limits);
+        let service =
+            ProfilerServiceServer::new(Service::new(self.limits.clone(), writes, hub.clone()))
+                .max_decoding_message_size(MAX_REQUEST_BYTES)
+                .max_encoding_message_size(MAX_RESPONSE_BYTES);
+        let live = LiveServer::new(live::LiveService(hub))
             .max_decoding_message_size(MAX_REQUEST_BYTES)
             .max_encoding_message_size(MAX_RESPONSE_BYTES);
         let conns = Conns::new(self.limits.max_connections, self.limits.idle_timeout);
-        let router = transport.add_service(InterceptedService::new(service, auth));
+        let router = transport
+            .add_service(InterceptedService::new(service, auth.clone()))
+            .add_service(InterceptedService::new(live, auth));
         let thread = std::thread::Builder::new()
             .name("prof-server".into())
             .spawn(move || {

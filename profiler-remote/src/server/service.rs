@@ -15,6 +15,7 @@ use crate::proto;
 use crate::rpc::profiler_service_server::ProfilerService;
 use crate::server::conn::InFlight;
 use crate::server::limits::{Limits, MAX_RESPONSE_XSPACE_BYTES};
+use crate::server::live::{CaptureMark, Hub};
 use crate::server::output::{Output, Writes};
 use crate::server::quote::clip;
 use crate::server::request::{
@@ -87,10 +88,12 @@ pub(super) struct Service {
     captures: Arc<Mutex<Captures>>,
     limits: Limits,
     writes: Writes,
+    /// The live view, told when a capture runs.
+    live: Hub,
 }
 
 impl Service {
-    pub(super) fn new(limits: Limits, writes: Writes) -> Service {
+    pub(super) fn new(limits: Limits, writes: Writes, live: Hub) -> Service {
         let captures = Captures {
             active: None,
             terminated_early: EarlyTerminations::new(&limits),
@@ -99,6 +102,7 @@ impl Service {
             captures: Arc::new(Mutex::new(captures)),
             limits,
             writes,
+            live,
         }
     }
 
@@ -113,6 +117,8 @@ impl Service {
 struct Claim {
     captures: Arc<Mutex<Captures>>,
     recording: bool,
+    /// Tells the live view a capture runs, until the claim ends.
+    _live: CaptureMark,
 }
 
 impl Drop for Claim {
@@ -141,7 +147,12 @@ fn within_response(
 
 impl Service {
     /// Claims the server for `capture`, or says it is busy.
-    fn claim(&self, session_id: &str, stop: &Arc<Notify>) -> Result<Claim, Status> {
+    fn claim(
+        &self,
+        session_id: &str,
+        duration: Duration,
+        stop: &Arc<Notify>,
+    ) -> Result<Claim, Status> {
         let mut captures = self.captures();
         if captures.active.is_some() {
             return Err(busy());
@@ -153,6 +164,7 @@ impl Service {
         Ok(Claim {
             captures: Arc::clone(&self.captures),
             recording: false,
+            _live: self.live.capture_started(session_id, duration),
         })
     }
 
@@ -162,7 +174,7 @@ impl Service {
     /// with `write_on_signals`); the flag says whether it did.
     async fn capture(&self, capture: Capture) -> Result<(Profile, bool), Status> {
         let stop = Arc::new(Notify::new());
-        let mut claim = self.claim(&capture.session_id, &stop)?;
+        let mut claim = self.claim(&capture.session_id, capture.duration, &stop)?;
         let output = match &capture.file {
             Some(file) => Some(Output::create(file, &self.writes)?),
             None => None,
@@ -245,13 +257,19 @@ impl ProfilerService for Service {
         Ok(Response::new(proto::TerminateResponse {}))
     }
 
+    /// TensorFlow's monitoring call: records for `duration_ms` (unless a session
+    /// already does) and answers with the step time, input share and utilisation of
+    /// that stretch, as the live view computes them.
     async fn monitor(
         &self,
-        _request: Request<proto::MonitorRequest>,
+        request: Request<proto::MonitorRequest>,
     ) -> Result<Response<proto::MonitorResponse>, Status> {
-        Err(Status::unimplemented(
-            "Monitor is not supported by prof's server: it captures traces (Profile), not monitoring samples",
-        ))
+        let _in_flight = InFlight::of(&request);
+        let response = self
+            .live
+            .monitor(request.into_inner(), self.limits.max_duration)
+            .await?;
+        Ok(Response::new(response))
     }
 
     /// Starts the flight recorder (`prof::flight_recorder`): rings of
@@ -304,7 +322,7 @@ impl ProfilerService for Service {
         &self,
         _request: Request<proto::StopContinuousProfilingRequest>,
     ) -> Result<Response<proto::StopContinuousProfilingResponse>, Status> {
-        if !flight_recorder::is_running() {
+        if !flight_recorder::is_running() || flight_recorder::is_background() {
             return Err(Status::failed_precondition(
                 "no continuous profiling session is running",
             ));
@@ -321,7 +339,7 @@ impl ProfilerService for Service {
         request: Request<proto::GetSnapshotRequest>,
     ) -> Result<Response<proto::ProfileResponse>, Status> {
         let _in_flight = InFlight::of(&request);
-        if !flight_recorder::is_running() {
+        if !flight_recorder::is_running() || flight_recorder::is_background() {
             return Err(Status::not_found(
                 "no continuous profiling session is running: call StartContinuousProfiling first",
             ));
