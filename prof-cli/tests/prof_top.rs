@@ -12,7 +12,7 @@ use prof_cli::top::state::{App, Key, Link, Update};
 use prof_test_support::serial;
 use profiler_core::trace;
 use profiler_remote::live::proto::{
-    Capture, InputShare, Memory, Op, Recording, Snapshot, Step, StepTimes,
+    Capture, Gpu, InputShare, Memory, Op, Recording, Snapshot, Step, StepTimes,
 };
 use profiler_remote::server;
 
@@ -82,6 +82,15 @@ fn fixed(host: &str, p50_ms: u64) -> Snapshot {
         window_ns: 5_000_000_000,
         events: 4000,
         watchers: 1,
+        // Each host's own GPU, as its process reads it through NVML.
+        gpus: vec![Gpu {
+            index: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            busy_percent: Some(87),
+            memory_used: Some(40 << 30),
+            memory_total: Some(80 << 30),
+        }],
+        gpus_unavailable: None,
     }
 }
 
@@ -225,6 +234,15 @@ fn the_step_time_shown_is_the_programs_own_within_10_percent() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let host = &json(&out)["hosts"][0];
     assert_eq!(host["state"], "connected");
+    // The GPUs are the watched process's: listed, or why not (no driver here).
+    let gpus = host["gpus"].as_array().expect("gpus");
+    assert!(
+        !gpus.is_empty()
+            || host["gpus_unavailable"]
+                .as_str()
+                .is_some_and(|w| w.contains("NVML") || w.contains("libnvidia-ml")),
+        "{host}"
+    );
     let shown = host["step_time_ms"]["avg"].as_f64().expect("avg step time");
     // The program's own mean over the steps since prof-top was started.
     let own: Vec<f64> = measured

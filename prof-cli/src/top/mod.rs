@@ -10,7 +10,6 @@
 //! ```
 
 pub mod feed;
-pub mod gpu;
 pub mod plain;
 pub mod state;
 pub mod view;
@@ -27,7 +26,6 @@ use profiler_remote::client::{ClientTls, Connection};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::capture::parse_address;
-use gpu::Gpus;
 use state::{Action, App, CaptureRun, Key, Update};
 
 /// Longest wait for --once: a minute.
@@ -153,7 +151,6 @@ pub fn main() -> i32 {
     }
     drop(updates);
     let mut app = App::new(&args.addresses);
-    app.gpus = Gpus::load().read();
     if args.once || args.json {
         return once(&args, &mut app, &received);
     }
@@ -233,16 +230,10 @@ fn run(
     app: &mut App,
     received: &Receiver<Update>,
 ) -> std::io::Result<()> {
-    let gpus = Gpus::load();
-    let mut gpus_read = Instant::now();
     let mut child: Option<Child> = None;
     loop {
         while let Ok(update) = received.try_recv() {
             app.apply(update);
-        }
-        if gpus_read.elapsed() >= Duration::from_secs(1) {
-            app.gpus = gpus.read();
-            gpus_read = Instant::now();
         }
         finish_capture(app, &mut child, args);
         terminal.draw(|f| view::draw(f, app, Instant::now()))?;

@@ -117,25 +117,27 @@ fn host_json(host: &Host, straggler: bool) -> Value {
         out["memory"] =
             json!({"host_in_use": m.host_in_use, "host_peak": m.host_peak, "rss": m.rss});
     }
+    out["gpus"] = s
+        .gpus
+        .iter()
+        .map(|g| {
+            json!({"index": g.index, "name": g.name, "busy_percent": g.busy_percent,
+                   "memory_used": g.memory_used, "memory_total": g.memory_total})
+        })
+        .collect();
+    if let Some(why) = &s.gpus_unavailable {
+        out["gpus_unavailable"] = json!(why);
+    }
     if let Some(c) = &s.capture {
         out["capture"] = json!({"session_id": c.session_id, "elapsed_ms": c.elapsed_ms, "duration_ms": c.duration_ms});
     }
     out
 }
 
-/// Every host as JSON, with the GPUs of this machine.
+/// Every host as JSON, each with its own GPUs.
 pub fn json(app: &App) -> Value {
     let straggler = app.straggler();
-    let gpus: Value = match &app.gpus {
-        None => Value::Null,
-        Some(gpus) => gpus
-            .iter()
-            .map(|g| json!({"index": g.index, "name": g.name, "busy_percent": g.busy_percent,
-                            "memory_used": g.memory.map(|m| m.0), "memory_total": g.memory.map(|m| m.1)}))
-            .collect(),
-    };
     json!({
         "hosts": app.hosts.iter().enumerate().map(|(i, h)| host_json(h, straggler == Some(i))).collect::<Vec<_>>(),
-        "gpus": gpus,
     })
 }

@@ -129,8 +129,6 @@ pub struct App {
     pub help: bool,
     /// The last capture started with `c`.
     pub capture: Option<CaptureRun>,
-    /// The GPUs of this machine, as NVML reads them (`None`: no NVML).
-    pub gpus: Option<Vec<crate::top::gpu::Gpu>>,
 }
 
 impl App {
@@ -153,7 +151,6 @@ impl App {
             filtering: false,
             help: false,
             capture: None,
-            gpus: None,
         }
     }
 

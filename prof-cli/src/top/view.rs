@@ -78,7 +78,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
         }
         _ => {
             draw_steps(frame, steps, spark, host);
-            draw_facts(frame, facts, app, host);
+            draw_facts(frame, facts, host);
         }
     }
     if several {
@@ -168,7 +168,7 @@ fn draw_steps(frame: &mut Frame<'_>, line: Rect, spark: Rect, host: &Host) {
     );
 }
 
-fn draw_facts(frame: &mut Frame<'_>, area: Rect, app: &App, host: &Host) {
+fn draw_facts(frame: &mut Frame<'_>, area: Rect, host: &Host) {
     let snapshot = host.last.as_ref();
     let input = match snapshot.and_then(|s| s.input) {
         Some(i) => format!(
@@ -188,17 +188,23 @@ fn draw_facts(frame: &mut Frame<'_>, area: Rect, app: &App, host: &Host) {
         }
         None => "Memory     -".into(),
     };
-    let gpus = match &app.gpus {
-        None => "GPUs       n/a (no NVML on this machine)".to_owned(),
-        Some(gpus) if gpus.is_empty() => "GPUs       n/a (NVML sees none)".to_owned(),
-        Some(gpus) => {
-            let each: Vec<String> = gpus
+    // The watched host's GPUs, as its process reads them through NVML.
+    let gpus = match snapshot {
+        None => "GPUs       -".to_owned(),
+        Some(s) if s.gpus.is_empty() => format!(
+            "GPUs       n/a ({})",
+            s.gpus_unavailable.as_deref().unwrap_or("none reported")
+        ),
+        Some(s) => {
+            let each: Vec<String> = s
+                .gpus
                 .iter()
                 .map(|g| {
                     let busy = g.busy_percent.map_or("n/a".into(), |b| format!("{b}%"));
-                    let memory = g
-                        .memory
-                        .map_or("n/a".into(), |(u, t)| format!("{}/{}", bytes(u), bytes(t)));
+                    let memory = match (g.memory_used, g.memory_total) {
+                        (Some(u), Some(t)) => format!("{}/{}", bytes(u), bytes(t)),
+                        _ => "n/a".into(),
+                    };
                     format!("{}: kernel running {busy} of the time, {memory}", g.index)
                 })
                 .collect();

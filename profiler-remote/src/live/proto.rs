@@ -74,6 +74,12 @@ pub struct Snapshot {
     /// Watchers connected, this one included.
     #[prost(uint32, tag = "15")]
     pub watchers: u32,
+    /// The GPUs of the watched process's machine, as NVML reads them.
+    #[prost(message, repeated, tag = "16")]
+    pub gpus: Vec<Gpu>,
+    /// Why there are no GPUs to show (no NVML on the host, no device), when so.
+    #[prost(string, optional, tag = "17")]
+    pub gpus_unavailable: Option<String>,
 }
 
 /// `prof.live.v1.Step`: one finished step.
@@ -144,6 +150,26 @@ pub struct Memory {
     /// Resident set size of the process.
     #[prost(uint64, optional, tag = "3")]
     pub rss: Option<u64>,
+}
+
+/// `prof.live.v1.Gpu`: one GPU of the watched host; a value NVML cannot tell is
+/// absent.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Gpu {
+    /// Its index, as NVML and `nvidia-smi` number them.
+    #[prost(uint32, tag = "1")]
+    pub index: u32,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// Share of NVML's last sample period in which at least one kernel ran, percent.
+    #[prost(uint32, optional, tag = "3")]
+    pub busy_percent: Option<u32>,
+    /// Device memory in use, bytes.
+    #[prost(uint64, optional, tag = "4")]
+    pub memory_used: Option<u64>,
+    /// Device memory in all, bytes.
+    #[prost(uint64, optional, tag = "5")]
+    pub memory_total: Option<u64>,
 }
 
 /// `prof.live.v1.Capture`: the capture running.

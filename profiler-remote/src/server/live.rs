@@ -28,6 +28,7 @@ use profiler_core::{session, ProfileOptions};
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
+use super::gpus;
 use crate::live::proto::{self as wire, Recording};
 use crate::live_rpc::live_server;
 use crate::proto;
@@ -325,6 +326,11 @@ fn snapshot_of(
     capture: Option<wire::Capture>,
 ) -> wire::Snapshot {
     let host = profiler_core::memory::host();
+    let (gpus, gpus_unavailable) = match gpus::read() {
+        Ok(gpus) if gpus.is_empty() => (gpus, Some("NVML sees no GPU on this host".into())),
+        Ok(gpus) => (gpus, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
     wire::Snapshot {
         host: profiler_core::host_name(),
         time_unix_ns: now_ns(),
@@ -374,6 +380,8 @@ fn snapshot_of(
         window_ns: view.window_ns,
         events: view.events,
         watchers: 0,
+        gpus,
+        gpus_unavailable,
     }
 }
 

@@ -91,6 +91,7 @@
 
 mod auth;
 mod conn;
+mod gpus;
 mod limits;
 mod live;
 mod output;
