@@ -179,8 +179,11 @@ pub(super) fn cause(error: &object_store::Error) -> String {
         _ if chain.contains("dns error") || chain.contains("failed to lookup address") => {
             "DNS lookup failed".into()
         }
-        _ if chain.contains("timed out") || chain.contains("timeout") => "timed out".into(),
         _ if chain.contains("connection refused") => "connection refused".into(),
+        // Not "timeout": every retried error names its `retry_timeout`.
+        _ if chain.contains("timed out") || chain.contains("deadline has elapsed") => {
+            "timed out".into()
+        }
         _ => match status {
             Some(code) => format!("HTTP {code}"),
             None => "request failed".into(),

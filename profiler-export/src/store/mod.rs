@@ -51,7 +51,7 @@ pub fn check(url: &ObjectUrl) -> Result<()> {
 /// (the whole-session `.pftrace` of a cut profile); smaller ones in one PUT. A
 /// `.xplane.pb` is always one PUT: it is at most 2 GiB after the cut, within one PUT's
 /// 5 GiB, and a GCS object put whole keeps the MD5 XProf checks its cache with.
-pub const MULTIPART_FROM: u64 = 64 << 20;
+pub const MULTIPART_FROM: u64 = 32 << 20;
 
 /// A logdir: a local directory or an object-storage URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
