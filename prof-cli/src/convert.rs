@@ -7,12 +7,16 @@ use clap::Parser;
 use profiler_core::error::report;
 use profiler_core::ExportFormat;
 use profiler_export::convert::{self, ConvertOptions};
+use profiler_export::store::Location;
+
+use crate::fetched::Readable;
 
 use crate::formats::{self, Formats};
 
 /// Converts every .xplane.pb at PATH (a file, a run directory or a whole logdir,
 /// written by prof, JAX or TensorFlow) into the given formats, beside each file or
-/// under DIR.
+/// under DIR. A PATH may be an s3://, gs:// or az:// URL: its .xplane.pb files are
+/// copied under DIR, as laid out below the URL, and converted beside the copies.
 #[derive(Debug, Parser)]
 #[command(
     name = "prof-convert",
@@ -20,7 +24,7 @@ use crate::formats::{self, Formats};
     after_help = "Exit status: 0 when everything converted, 1 when a file failed, 2 on bad usage."
 )]
 pub struct Args {
-    /// Files, run directories or logdirs to convert
+    /// Files, run directories or logdirs to convert (local, or s3://, gs://, az:// URLs)
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
@@ -74,7 +78,47 @@ fn run(args: &Args) -> i32 {
         out_dir: args.out.clone(),
         ..ConvertOptions::default()
     };
-    let outcomes = match convert::convert_all(&args.paths, &args.format.0, &options) {
+    // An s3://, gs:// or az:// PATH: its .xplane.pb objects are copied under --out,
+    // laid out as below the URL (a logdir URL gives a local logdir XProf reads), and
+    // converted beside those copies.
+    let mut local = Vec::new();
+    let mut fetched = Vec::new();
+    for path in &args.paths {
+        match Location::of(path) {
+            Ok(Location::Local(_)) => local.push(path.clone()),
+            Ok(Location::Object(url)) => {
+                let Some(out) = &args.out else {
+                    eprintln!(
+                        "prof-convert: {url} is an object-storage URL: give --out DIR, where \
+                         its .xplane.pb files are copied and converted"
+                    );
+                    return 1;
+                };
+                match Readable::of(path, Some(out)) {
+                    Ok(copy) => {
+                        println!("{url} -> {}", copy.path().display());
+                        fetched.push(copy.path().to_path_buf());
+                    }
+                    Err(e) => {
+                        eprintln!("prof-convert: {}", report(&e));
+                        return 1;
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("prof-convert: {}", report(&e));
+                return 1;
+            }
+        }
+    }
+    let beside = ConvertOptions::default();
+    let converted = convert::convert_all(&local, &args.format.0, &options).and_then(|mut all| {
+        if !fetched.is_empty() {
+            all.extend(convert::convert_all(&fetched, &args.format.0, &beside)?);
+        }
+        Ok(all)
+    });
+    let outcomes = match converted {
         Ok(outcomes) => outcomes,
         // Refused before anything was written: two inputs for one output, say.
         Err(e) => {

@@ -702,6 +702,40 @@ fn prof_diff_reads_urls_as_it_reads_local_copies() {
     };
     assert!(!text(&on_urls.stdout).is_empty());
     assert_eq!(named(&on_urls), named(&on_copies));
+
+    // The command the guide gives for XProf, which reads gs:// only: the run copied
+    // down to a local logdir, byte for byte, with its conversions beside it.
+    let down = local.path().join("down");
+    let prof_convert = env!("CARGO_BIN_EXE_prof-convert");
+    let out = user.run(
+        prof_convert,
+        &[
+            &format!("s3://{BUCKET}/base"),
+            "--out",
+            &down.to_string_lossy(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let original = profiler_export::convert::find_xplanes(&base).expect("local run");
+    let copied = profiler_export::convert::find_xplanes(&down).expect("copied run");
+    assert_eq!(copied.len(), 1, "{copied:?}");
+    assert_eq!(
+        copied[0].strip_prefix(&down).expect("under --out"),
+        original[0].strip_prefix(&base).expect("under base")
+    );
+    assert_eq!(
+        std::fs::read(&copied[0]).expect("copy"),
+        std::fs::read(&original[0]).expect("original")
+    );
+    assert!(copied[0]
+        .with_file_name(host_file(&host).replace(".xplane.pb", ".pftrace"))
+        .is_file());
+    let no_out = user.run(prof_convert, &[&format!("s3://{BUCKET}/base")]);
+    assert_eq!(no_out.status.code(), Some(1), "{no_out:?}");
+    assert!(
+        text(&no_out.stderr).contains("give --out DIR"),
+        "{no_out:?}"
+    );
     user.assert_no_scheme_directory();
 }
 
