@@ -147,12 +147,18 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
         }
     }
     summaries(plan, &profiles, many);
-    if !profiles.is_empty() {
-        println!(
+    match &location {
+        _ if profiles.is_empty() => {}
+        // XProf reads gs:// and local logdirs; s3:// and az:// runs come down first.
+        Ok(Location::Object(url)) if !url.xprof_reads() => println!(
+            "XProf reads gs:// logdirs only: bring the run down with  prof-convert {url} --out logs  \
+             then  xprof --logdir logs"
+        ),
+        _ => println!(
             "view with:  xprof --logdir {}   (or: tensorboard --logdir {})",
             plan.logdir.display(),
             plan.logdir.display()
-        );
+        ),
     }
     if let (true, Some((_, profile))) = (plan.perfetto_link, profiles.first()) {
         let announce =

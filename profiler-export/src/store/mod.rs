@@ -134,6 +134,13 @@ impl ObjectUrl {
         }
     }
 
+    /// Whether XProf 2.x reads this URL as a logdir: `gs://` only (it takes `s3://`
+    /// for a local path, openxla/xprof#499). Bring other runs down first, with
+    /// `prof-convert URL --out DIR`.
+    pub fn xprof_reads(&self) -> bool {
+        self.scheme == Scheme::Gcs
+    }
+
     /// Where a run for this URL is written before it is uploaded, and kept when the
     /// upload fails: `<temp>/prof-logdirs/<scheme>/<bucket>/<prefix>` (the system's
     /// temporary directory, `TMPDIR` on Unix), a local logdir laid out as the remote
