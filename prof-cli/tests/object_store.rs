@@ -986,3 +986,33 @@ fn az_a_dead_endpoint_fails_within_seconds_and_keeps_the_capture_locally() {
     );
     user.assert_no_scheme_directory();
 }
+
+// gs:// goes through the same code with object_store's GCS client; no GCS emulator
+// speaking its XML API installs here, so gs:// is tested as far as URL handling and
+// configuration go.
+
+#[test]
+fn gs_a_bad_configuration_is_refused_before_capturing_and_no_gs_directory_appears() {
+    let user = User::with(vec![(
+        "GOOGLE_SERVICE_ACCOUNT",
+        "/nonexistent/prof-key.json".to_owned(),
+    )]);
+    // Nothing listens there: the capture must not even be tried.
+    let out = capture(&user, &["127.0.0.1:9".to_owned()], "gs://prof/cap");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("gs://prof/cap"), "{stderr}");
+    assert!(stderr.contains("/nonexistent/prof-key.json"), "{stderr}");
+    assert!(stderr.contains("nothing was captured"), "{stderr}");
+    // A URL a path join folded is refused, never taken as a directory `gs:`.
+    let out = capture(&user, &["127.0.0.1:9".to_owned()], "gs:/prof/cap");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(text(&out.stderr).contains("one slash"), "{out:?}");
+    let out = user.run(
+        env!("CARGO_BIN_EXE_prof-diff"),
+        &["gs:/prof/a", "gs:/prof/b"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(text(&out.stderr).contains("one slash"), "{out:?}");
+    user.assert_no_scheme_directory();
+}

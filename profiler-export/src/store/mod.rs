@@ -321,7 +321,7 @@ mod tests {
         // Joined as a path would be, the URL stays a URL.
         let joined = Path::new("gs://b/logs").join("plugins/profile");
         assert_eq!(
-            url(joined.to_str().unwrap()).prefix(),
+            url(joined.to_str().expect("UTF-8")).prefix(),
             "logs/plugins/profile"
         );
     }
