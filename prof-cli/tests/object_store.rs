@@ -560,7 +560,8 @@ fn upload_as_a_child_process() {
     else {
         panic!("not a URL: {url}");
     };
-    profiler_export::store::publish_run(run, &files, &url).expect("published");
+    let runs = url.join(profiler_export::logdir::PROFILE_PLUGIN_DIR);
+    profiler_export::store::publish_run(run, &files, &runs).expect("published");
 }
 
 /// Publishes a run of a 40 MiB `.xplane.pb` (one PUT) and a 40 MiB `.pftrace`

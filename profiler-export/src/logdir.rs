@@ -248,7 +248,8 @@ pub fn publish(profile: &mut Profile, url: &crate::store::ObjectUrl) -> Result<(
             "the profile was not written",
         ));
     };
-    let published = crate::store::publish_run(&run, profile.files(), url)?;
+    let runs = url.join(PROFILE_PLUGIN_DIR);
+    let published = crate::store::publish_run(&run, profile.files(), &runs)?;
     profile.take_files();
     for file in &published.files {
         profile.add_file(PathBuf::from(file.to_string()));

@@ -262,7 +262,8 @@ fn publish(run: &RunDir, url: &ObjectUrl, written: &mut [(String, Written)]) -> 
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by_key(|&i| !files[i].to_string_lossy().ends_with(".xplane.pb"));
     let sorted: Vec<PathBuf> = order.iter().map(|&i| files[i].clone()).collect();
-    match publish_run(run.path(), &sorted, url) {
+    let runs = url.join(profiler_export::logdir::PROFILE_PLUGIN_DIR);
+    match publish_run(run.path(), &sorted, &runs) {
         Ok(published) => {
             let mut urls = vec![PathBuf::new(); files.len()];
             for (k, &i) in order.iter().enumerate() {

@@ -12,7 +12,7 @@ use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 use profiler_core::{Error, ErrorKind, Result};
 
-use super::{ObjectUrl, Scheme};
+use super::url::{ObjectUrl, Scheme};
 
 /// Retries of one request (5xx answers, refused or dropped connections) before its
 /// failure is final, within [`RETRY_WINDOW`]: a store answering 503 twice is ridden

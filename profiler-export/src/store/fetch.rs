@@ -10,7 +10,7 @@ use object_store::ObjectStoreExt;
 use profiler_core::{Error, ErrorKind, Result};
 
 use super::client::{block_on, cause, connect};
-use super::ObjectUrl;
+use super::url::ObjectUrl;
 use crate::atomic::write_atomic;
 
 /// Copies every `.xplane.pb` object at or under `url` (one file, a run, a whole
@@ -67,7 +67,7 @@ pub fn fetch(url: &ObjectUrl, into: &Path) -> Result<PathBuf> {
         let downloads = wanted.into_iter().map(|(key, local)| {
             let store = &store;
             async move {
-                let object = url_of(url, &key);
+                let object = url.at_key(key.as_ref());
                 let bytes = store
                     .get(&key)
                     .await
@@ -88,11 +88,4 @@ pub fn fetch(url: &ObjectUrl, into: &Path) -> Result<PathBuf> {
             .collect::<Result<Vec<()>>>()?;
         Ok(standing_for)
     })?
-}
-
-fn url_of(base: &ObjectUrl, key: &Key) -> ObjectUrl {
-    ObjectUrl {
-        prefix: key.as_ref().to_owned(),
-        ..base.clone()
-    }
 }

@@ -12,8 +12,13 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 use profiler_core::{Error, ErrorKind, Result};
 
 use super::client::{block_on, cause, connect};
-use super::{ObjectUrl, MULTIPART_FROM};
-use crate::logdir::PROFILE_PLUGIN_DIR;
+use super::url::ObjectUrl;
+
+/// Files at least this large, other than `.xplane.pb` files, are uploaded in parts
+/// (the whole-session `.pftrace` of a cut profile); smaller ones in one PUT. A
+/// `.xplane.pb` is always one PUT: it is at most 2 GiB after the cut, within one PUT's
+/// 5 GiB, and a GCS object put whole keeps the MD5 XProf checks its cache with.
+pub const MULTIPART_FROM: u64 = 32 << 20;
 
 /// Run names tried after the first is taken: `<run>_1` … `<run>_999`, as a local
 /// logdir names them.
@@ -24,15 +29,15 @@ const PARTS_IN_FLIGHT: usize = 4;
 /// A run published to object storage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublishedRun {
-    /// The run's URL: `<logdir>/plugins/profile/<run>`.
+    /// The run's URL: `<runs>/<run>`.
     pub run: ObjectUrl,
     /// The URL of every file, in the order of the local run's files.
     pub files: Vec<ObjectUrl>,
 }
 
 /// Uploads the local run directory `local_run` (its files, named as
-/// [`crate::logdir::RunDir`] names them) to `logdir` as
-/// `<logdir>/plugins/profile/<run>/…`, where `<run>` is the local run's name, or
+/// [`crate::logdir::RunDir`] names them) to `runs` (a logdir's `plugins/profile`) as
+/// `<runs>/<run>/…`, where `<run>` is the local run's name, or
 /// `<run>_1`, `<run>_2`, … when another writer has that run's first `.xplane.pb`. `files`
 /// lists the files to upload, `.xplane.pb` files first; the first one claims the run.
 ///
@@ -48,12 +53,8 @@ pub struct PublishedRun {
 /// credentials) naming the object's URL, why (`access denied (403)`, `DNS lookup
 /// failed`, `timed out`, …) and the local run that keeps the profile, with the store's
 /// error as its source.
-pub fn publish_run(
-    local_run: &Path,
-    files: &[PathBuf],
-    logdir: &ObjectUrl,
-) -> Result<PublishedRun> {
-    publish(local_run, files, logdir).map_err(|f| {
+pub fn publish_run(local_run: &Path, files: &[PathBuf], runs: &ObjectUrl) -> Result<PublishedRun> {
+    publish(local_run, files, runs).map_err(|f| {
         let error = Error::new(
             f.kind,
             format!(
@@ -89,9 +90,9 @@ impl From<Error> for Failure {
 fn publish(
     local_run: &Path,
     files: &[PathBuf],
-    logdir: &ObjectUrl,
+    profiles: &ObjectUrl,
 ) -> std::result::Result<PublishedRun, Failure> {
-    let store = connect(logdir)?;
+    let store = connect(profiles)?;
     let stamp = local_run
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -115,7 +116,6 @@ fn publish(
             Error::new(ErrorKind::InvalidArgument, "the run has no files to upload").into(),
         );
     };
-    let profiles = logdir.join(PROFILE_PLUGIN_DIR);
     block_on(async {
         // Claim a run: the first file's create-only PUT decides whose the run is.
         let mut run = None;
