@@ -738,6 +738,40 @@ fn prof_diff_reads_urls_as_it_reads_local_copies() {
     assert!(copied[0]
         .with_file_name(host_file(&host).replace(".xplane.pb", ".pftrace"))
         .is_file());
+    // Written to a URL: each conversion uploaded whole and create-only; a second
+    // conversion to the same place overwrites nothing, fails, and keeps its files.
+    let to = format!("s3://{BUCKET}/conv");
+    let up = user.run(prof_convert, &[&base.to_string_lossy(), "--out", &to]);
+    assert_eq!(up.status.code(), Some(0), "{up:?}");
+    let objects = s3.objects("conv");
+    assert!(
+        objects.iter().any(|k| k.ends_with(".pftrace")),
+        "{objects:?}"
+    );
+    assert!(
+        objects.iter().any(|k| k.ends_with(".trace.json.gz")),
+        "{objects:?}"
+    );
+    assert!(text(&up.stdout).contains(&format!("-> {to}/")), "{up:?}");
+    let before: Vec<Vec<u8>> = objects
+        .iter()
+        .map(|k| std::fs::read(s3.object(k)).expect("read"))
+        .collect();
+    let again = user.run(prof_convert, &[&base.to_string_lossy(), "--out", &to]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let stderr = text(&again.stderr);
+    assert!(
+        stderr.contains("another writer put an object there first"),
+        "{stderr}"
+    );
+    assert!(kept_in(&stderr).is_dir(), "{stderr}");
+    assert_eq!(s3.objects("conv"), objects);
+    let after: Vec<Vec<u8>> = objects
+        .iter()
+        .map(|k| std::fs::read(s3.object(k)).expect("read"))
+        .collect();
+    assert_eq!(before, after, "nothing overwritten");
+
     let no_out = user.run(prof_convert, &[&format!("s3://{BUCKET}/base")]);
     assert_eq!(no_out.status.code(), Some(1), "{no_out:?}");
     assert!(

@@ -29,7 +29,7 @@ mod url;
 #[cfg(feature = "object-store")]
 pub use fetch::fetch;
 #[cfg(feature = "object-store")]
-pub use publish::{publish_run, PublishedRun, MULTIPART_FROM};
+pub use publish::{publish_files, publish_run, PublishedRun, MULTIPART_FROM};
 pub use url::{Location, ObjectUrl, Scheme};
 
 /// Checks that runs can be written for `url` without writing one: its store's

@@ -54,20 +54,72 @@ pub struct PublishedRun {
 /// failed`, `timed out`, …) and the local run that keeps the profile, with the store's
 /// error as its source.
 pub fn publish_run(local_run: &Path, files: &[PathBuf], runs: &ObjectUrl) -> Result<PublishedRun> {
-    publish(local_run, files, runs).map_err(|f| {
-        let error = Error::new(
-            f.kind,
-            format!(
-                "{}; the profile is kept in {}",
-                f.message,
-                local_run.display()
-            ),
-        );
-        match f.source {
-            Some(source) => error.with_source(source),
-            None => error,
+    publish(local_run, files, runs).map_err(|f| kept(f, "the profile is", local_run))
+}
+
+/// Uploads each of `files` (under the local directory `root`) to `dest`, keeping its
+/// path below `root`: create-only, concurrently, each whole (as [`publish_run`] puts
+/// them). For files that are not a run: `prof-convert --out URL`'s conversions.
+///
+/// # Errors
+/// As [`publish_run`], naming `root` as where the files are kept; an object already
+/// at one of the names fails that file, and is left as it was.
+pub fn publish_files(root: &Path, files: &[PathBuf], dest: &ObjectUrl) -> Result<Vec<ObjectUrl>> {
+    let uploads = || -> std::result::Result<Vec<ObjectUrl>, Failure> {
+        let store = connect(dest)?;
+        let mut items = Vec::with_capacity(files.len());
+        for file in files {
+            let rel = file.strip_prefix(root).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("{} is not in {}", file.display(), root.display()),
+                )
+            })?;
+            items.push((
+                file.as_path(),
+                dest.join(&rel.to_string_lossy().replace('\\', "/")),
+            ));
         }
-    })
+        block_on(put_all(&store, &items))??;
+        Ok(items.into_iter().map(|(_, url)| url).collect())
+    };
+    uploads().map_err(|f| kept(f, "the files are", root))
+}
+
+/// Every file to its URL, create-only, concurrently; every upload runs to its end
+/// and the first failure is the one reported.
+async fn put_all(
+    store: &Arc<dyn ObjectStore>,
+    items: &[(&Path, ObjectUrl)],
+) -> std::result::Result<(), Failure> {
+    let uploads = items.iter().map(|(file, url)| async move {
+        match put_file(store, file, url).await {
+            Ok(()) => Ok(()),
+            Err(Put::Taken) => Err(Failure {
+                kind: ErrorKind::Unavailable,
+                message: format!("cannot upload {url}: another writer put an object there first"),
+                source: None,
+            }),
+            Err(Put::Failed(e)) => Err(e),
+        }
+    });
+    join_all(uploads)
+        .await
+        .into_iter()
+        .collect::<std::result::Result<Vec<()>, Failure>>()
+        .map(drop)
+}
+
+/// The failure as an error that names where the files are kept.
+fn kept(f: Failure, what: &str, local: &Path) -> Error {
+    let error = Error::new(
+        f.kind,
+        format!("{}; {what} kept in {}", f.message, local.display()),
+    );
+    match f.source {
+        Some(source) => error.with_source(source),
+        None => error,
+    }
 }
 
 /// Why an upload failed, before the local copy is named.
@@ -140,28 +192,12 @@ fn publish(
             message: format!("more than {MAX_RUN_SUFFIX} runs named {stamp} in {profiles}"),
             source: None,
         })?;
-        let uploads = rest.iter().zip(&names[1..]).map(|(file, name)| {
-            let store = &store;
-            let url = run.join(name);
-            async move {
-                match put_file(store, file, &url).await {
-                    Ok(()) => Ok(()),
-                    Err(Put::Taken) => Err(Failure {
-                        kind: ErrorKind::Unavailable,
-                        message: format!(
-                            "cannot upload {url}: another writer put an object there first"
-                        ),
-                        source: None,
-                    }),
-                    Err(Put::Failed(e)) => Err(e),
-                }
-            }
-        });
-        // Every upload runs to its end; the first failure is the one reported.
-        join_all(uploads)
-            .await
-            .into_iter()
-            .collect::<std::result::Result<Vec<()>, Failure>>()?;
+        let rest: Vec<(&Path, ObjectUrl)> = rest
+            .iter()
+            .zip(&names[1..])
+            .map(|(file, name)| (file.as_path(), run.join(name)))
+            .collect();
+        put_all(&store, &rest).await?;
         let files = names.iter().map(|n| run.join(n)).collect();
         Ok(PublishedRun { run, files })
     })?
