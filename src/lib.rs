@@ -68,6 +68,7 @@
 //! | summarise a profile, compare two runs | [`prelude`] ([`ProfileAnalysis`]), [`summary`], [`diff()`], [`diff`](mod@diff) | [comparing] |
 //! | capture remotely | `server`, `client` (feature `remote`) | [remote] |
 //! | watch a running job (`prof-top`, TensorFlow's `Monitor`) | `server` (feature `remote`), [`live`] | [live] |
+//! | write logdirs to `s3://`, `gs://`, `az://` | any logdir argument (feature `object-store`) | [storage] |
 //! | trace the GPU | `cuda`, `candle` (features `cuda`, `candle`) | [gpu] |
 //! | count memory, ask for peaks | [`TrackingAllocator`], [`memory`] | [memory] |
 //! | read or build profiles | [`xspace`], [`schema`] | [formats] |
@@ -83,6 +84,7 @@
 //! [comparing]: https://github.com/prof-rs/prof/blob/main/docs/comparing.md
 //! [remote]: https://github.com/prof-rs/prof/blob/main/docs/remote.md
 //! [live]: https://github.com/prof-rs/prof/blob/main/docs/live.md
+//! [storage]: https://github.com/prof-rs/prof/blob/main/docs/storage.md
 //! [gpu]: https://github.com/prof-rs/prof/blob/main/docs/gpu.md
 //! [memory]: https://github.com/prof-rs/prof/blob/main/docs/memory.md
 
@@ -572,6 +574,8 @@ mod guide {
     struct Remote;
     #[doc = include_str!("../docs/live.md")]
     struct Live;
+    #[doc = include_str!("../docs/storage.md")]
+    struct Storage;
     #[cfg(all(feature = "cuda", feature = "candle"))]
     #[doc = include_str!("../docs/gpu.md")]
     struct Gpu;

@@ -97,6 +97,33 @@ fn bad_logdir_is_rejected_at_start() {
     );
 }
 
+/// `prof::start("gs://b/logs")` once made a local directory `gs:`. A URL is a URL in
+/// every build: with the `object-store` feature it is written there, without it it is
+/// refused naming the feature; a malformed one (`gs:/…`, a scheme prof does not know)
+/// is refused in both, and nothing is created where the program runs.
+#[test]
+fn object_storage_urls_are_never_local_directories() {
+    let _s = serial();
+    for (logdir, said) in [
+        ("gs:/prof-test/logs", "one slash"),
+        ("hdfs://namenode/logs", "scheme `hdfs`"),
+        ("s3://", "no bucket"),
+    ] {
+        let err = prof::start(logdir, ProfileOptions::default()).expect_err(logdir);
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{logdir}: {err}");
+        assert!(err.to_string().contains(said), "{logdir}: {err}");
+        let flight = prof::flight_recorder::start_in(
+            logdir,
+            ProfileOptions::default(),
+            prof::flight_recorder::FlightRecorder::new(64),
+        );
+        assert_eq!(flight.expect_err(logdir).kind(), ErrorKind::InvalidArgument);
+    }
+    for made in ["gs:", "s3:", "hdfs:"] {
+        assert!(!Path::new(made).exists(), "{made} was created");
+    }
+}
+
 #[test]
 fn logdir_lost_during_the_session_keeps_the_profile() {
     let _s = serial();

@@ -159,11 +159,18 @@ pub fn report(profile: &prof::Profile, args: &Args, stats: &str) -> Result<(), S
         std::fs::write(path, summary.to_json())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    println!(
-        "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
-        logdir.display(),
-        logdir.display()
-    );
+    match prof::export::store::Location::parse(logdir) {
+        // XProf reads gs:// and local logdirs; s3:// and az:// runs come down first.
+        Ok(prof::export::store::Location::Object(url)) if !url.xprof_reads() => println!(
+            "XProf reads gs:// logdirs only: bring the run down with  prof-convert {url} --out logs  \
+             then  xprof --logdir logs"
+        ),
+        _ => println!(
+            "view it with:  xprof --logdir {}   (or: tensorboard --logdir {})",
+            logdir.display(),
+            logdir.display()
+        ),
+    }
     if let Some(otlp) = &args.otlp {
         let sent = profile.export_otlp(otlp).map_err(|e| e.to_string())?;
         println!(

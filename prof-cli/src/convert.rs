@@ -1,18 +1,22 @@
 //! `prof-convert`: every `.xplane.pb` under the given paths into Perfetto and Chrome
 //! JSON traces, beside each file or under `--out`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use profiler_core::error::report;
 use profiler_core::ExportFormat;
 use profiler_export::convert::{self, ConvertOptions};
+use profiler_export::store::Location;
+
+use crate::fetched::Readable;
 
 use crate::formats::{self, Formats};
 
 /// Converts every .xplane.pb at PATH (a file, a run directory or a whole logdir,
 /// written by prof, JAX or TensorFlow) into the given formats, beside each file or
-/// under DIR.
+/// under DIR. A PATH may be an s3://, gs:// or az:// URL: its .xplane.pb files are
+/// copied under DIR, as laid out below the URL, and converted beside the copies.
 #[derive(Debug, Parser)]
 #[command(
     name = "prof-convert",
@@ -20,7 +24,7 @@ use crate::formats::{self, Formats};
     after_help = "Exit status: 0 when everything converted, 1 when a file failed, 2 on bad usage."
 )]
 pub struct Args {
-    /// Files, run directories or logdirs to convert
+    /// Files, run directories or logdirs to convert (local, or s3://, gs://, az:// URLs)
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
@@ -70,11 +74,79 @@ pub fn main() -> i32 {
 }
 
 fn run(args: &Args) -> i32 {
+    // --out URL: the conversions are written to a local staging directory, then each
+    // uploaded whole and create-only; the staging copy is kept, and named, when that
+    // fails.
+    let remote_out = match args.out.as_deref().map(Location::of) {
+        Some(Ok(Location::Object(url))) => Some(url),
+        Some(Err(e)) => {
+            eprintln!("prof-convert: --out: {}", report(&e));
+            return 1;
+        }
+        _ => None,
+    };
+    let staging = match &remote_out {
+        Some(_) => match tempfile::Builder::new().prefix("prof-convert-").tempdir() {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                eprintln!(
+                    "prof-convert: cannot create a staging directory: {}",
+                    report(&e)
+                );
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let out_dir = match &staging {
+        Some(dir) => Some(dir.path().to_path_buf()),
+        None => args.out.clone(),
+    };
     let options = ConvertOptions {
-        out_dir: args.out.clone(),
+        out_dir: out_dir.clone(),
         ..ConvertOptions::default()
     };
-    let outcomes = match convert::convert_all(&args.paths, &args.format.0, &options) {
+    // An s3://, gs:// or az:// PATH: its .xplane.pb objects are copied under --out,
+    // laid out as below the URL (a logdir URL gives a local logdir XProf reads), and
+    // converted beside those copies.
+    let mut local = Vec::new();
+    let mut fetched = Vec::new();
+    for path in &args.paths {
+        match Location::of(path) {
+            Ok(Location::Local(_)) => local.push(path.clone()),
+            Ok(Location::Object(url)) => {
+                let Some(out) = args.out.as_ref().filter(|_| remote_out.is_none()) else {
+                    eprintln!(
+                        "prof-convert: {url} is an object-storage URL: give --out DIR (a local \
+                         directory), where its .xplane.pb files are copied and converted"
+                    );
+                    return 1;
+                };
+                match Readable::of(path, Some(out)) {
+                    Ok(copy) => {
+                        println!("{url} -> {}", copy.path().display());
+                        fetched.push(copy.path().to_path_buf());
+                    }
+                    Err(e) => {
+                        eprintln!("prof-convert: {}", report(&e));
+                        return 1;
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("prof-convert: {}", report(&e));
+                return 1;
+            }
+        }
+    }
+    let beside = ConvertOptions::default();
+    let converted = convert::convert_all(&local, &args.format.0, &options).and_then(|mut all| {
+        if !fetched.is_empty() {
+            all.extend(convert::convert_all(&fetched, &args.format.0, &beside)?);
+        }
+        Ok(all)
+    });
+    let outcomes = match converted {
         Ok(outcomes) => outcomes,
         // Refused before anything was written: two inputs for one output, say.
         Err(e) => {
@@ -83,13 +155,44 @@ fn run(args: &Args) -> i32 {
         }
     };
     let mut failed = Vec::new();
+    // The staged conversions go up before anything is said about them; then each is
+    // named by its URL.
+    let mut uploaded: Option<(PathBuf, String)> = None;
+    let mut upload_failed = false;
+    if let (Some(url), Some(dir)) = (&remote_out, staging) {
+        let written: Vec<_> = outcomes
+            .iter()
+            .flat_map(|o| {
+                o.written
+                    .iter()
+                    .map(|c| c.output.clone())
+                    .chain(o.pprof.clone())
+            })
+            .collect();
+        match profiler_export::store::publish_files(dir.path(), &written, url) {
+            Ok(_) => uploaded = Some((dir.path().to_path_buf(), url.to_string())),
+            Err(e) => {
+                // Kept: the error names it.
+                let _ = dir.keep();
+                eprintln!("prof-convert: {}", report(&e));
+                upload_failed = true;
+            }
+        }
+    }
+    let named = |path: &Path| match &uploaded {
+        Some((root, url)) => match path.strip_prefix(root) {
+            Ok(rel) => format!("{url}/{}", rel.display()),
+            Err(_) => path.display().to_string(),
+        },
+        None => path.display().to_string(),
+    };
     let mut converted = 0usize;
     for outcome in &outcomes {
         for c in &outcome.written {
             println!(
                 "{} -> {} ({} events, {} counter samples, {} flows)",
                 c.input.display(),
-                c.output.display(),
+                named(&c.output),
                 c.totals.slices,
                 c.totals.counter_samples,
                 c.totals.flows
@@ -99,7 +202,7 @@ fn run(args: &Args) -> i32 {
             println!(
                 "{} -> {} (stack samples: go tool pprof reads it)",
                 outcome.input.display(),
-                pprof.display()
+                named(pprof)
             );
         }
         for warning in &outcome.warnings {
@@ -120,7 +223,7 @@ fn run(args: &Args) -> i32 {
             failed.join(", ")
         );
     }
-    i32::from(!failed.is_empty())
+    i32::from(!failed.is_empty() || upload_failed)
 }
 
 #[cfg(test)]

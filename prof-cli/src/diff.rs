@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::fetched::Readable;
+
 use clap::{Parser, ValueEnum};
 use profiler_analysis::diff::{self, DiffOptions, GateOptions, RenderOptions};
 use profiler_core::error::report;
@@ -124,10 +126,22 @@ fn run(args: &Args) -> i32 {
     if let Some(host) = &args.host {
         options = options.host(host);
     }
-    let compared = match diff::diff_with(&args.base, &args.new, &options) {
-        Ok(compared) => compared,
+    // An s3://, gs:// or az:// side is read from a local copy of its .xplane.pb
+    // objects, and named by its URL in what is printed.
+    let sides =
+        Readable::of(&args.base, None).and_then(|base| Ok((base, Readable::of(&args.new, None)?)));
+    let (base, new) = match sides {
+        Ok(sides) => sides,
         Err(e) => {
             eprintln!("prof-diff: {}", report(&e));
+            return 1;
+        }
+    };
+    let named = |text: String| new.name_in(base.name_in(text));
+    let compared = match diff::diff_with(base.path(), new.path(), &options) {
+        Ok(compared) => compared,
+        Err(e) => {
+            eprintln!("prof-diff: {}", named(report(&e).to_string()));
             return 1;
         }
     };
@@ -136,9 +150,9 @@ fn run(args: &Args) -> i32 {
         render = render.top(args.top);
     }
     match args.format {
-        Format::Text => print!("{}", compared.table(&render)),
-        Format::Markdown => print!("{}", compared.to_markdown(&render)),
-        Format::Json => println!("{}", compared.to_json(&render)),
+        Format::Text => print!("{}", named(compared.table(&render).to_string())),
+        Format::Markdown => print!("{}", named(compared.to_markdown(&render).to_string())),
+        Format::Json => println!("{}", named(compared.to_json(&render).to_string())),
     }
     let Some(pct) = args.fail_if_slower else {
         return 0;

@@ -30,6 +30,7 @@
 pub mod capture;
 pub mod convert;
 pub mod diff;
+mod fetched;
 pub mod formats;
 pub mod interrupt;
 pub mod top;

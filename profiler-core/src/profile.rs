@@ -46,6 +46,12 @@ impl Profile {
         self.files.push(path.into());
     }
 
+    /// Takes the list of files written, leaving it empty: a writer that moved them
+    /// (uploaded a run to object storage) records where they went instead.
+    pub fn take_files(&mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.files)
+    }
+
     /// The run directory holding the files, when written to a logdir.
     pub fn run_dir(&self) -> Option<&Path> {
         self.files.first().and_then(|f| f.parent())

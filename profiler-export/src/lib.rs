@@ -4,6 +4,8 @@
 //!
 //! - [`logdir`]: a TensorBoard/XProf logdir, `<logdir>/plugins/profile/<run>/<host>.xplane.pb`,
 //!   laid out exactly as TensorFlow and JAX lay theirs out; [`xplane`] encodes one file;
+//! - [`store`]: a logdir is a local path or, with the feature `object-store`, an
+//!   `s3://`, `gs://` or `az://` URL: runs written locally, then published whole;
 //! - [`perfetto`]: Perfetto's native protobuf trace (`.pftrace`), and [`link`] to open it
 //!   in ui.perfetto.dev as `jax.profiler`'s Perfetto link does;
 //! - [`chrome`]: Chrome's JSON trace event format (`.trace.json[.gz]`);
@@ -45,6 +47,7 @@ pub mod perfetto;
 pub mod pprof;
 mod profile;
 pub mod sink;
+pub mod store;
 pub mod timeline;
 pub mod xplane;
 

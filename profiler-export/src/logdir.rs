@@ -14,6 +14,7 @@ use profiler_core::{Error, ErrorKind, Profile, Result};
 
 use crate::fit;
 use crate::formats::ExportFormat;
+use crate::store::Location;
 
 // The file-name helpers live with the formats, whose extensions they need; the logdir
 // keeps the path it always offered them at.
@@ -138,6 +139,13 @@ pub fn run_name() -> String {
 /// # Errors
 /// [`ErrorKind::Io`] naming the directory that cannot be written.
 pub fn check_writable(logdir: &Path) -> Result<()> {
+    let logdir = match Location::of(logdir)? {
+        Location::Local(path) => path,
+        #[cfg(feature = "object-store")]
+        Location::Object(url) => return crate::store::check(&url),
+        #[cfg(not(feature = "object-store"))]
+        Location::Object(_) => unreachable!("Location::of refuses URLs without the feature"),
+    };
     let base = logdir.join(PROFILE_PLUGIN_DIR);
     fs::create_dir_all(&base)
         .map_err(|e| Error::io("cannot create the profile logdir", &base, e))?;
@@ -153,7 +161,15 @@ pub fn check_writable(logdir: &Path) -> Result<()> {
 /// [`ErrorKind::Io`] naming the logdir, with the cause as its source (as
 /// [`check_writable`]: one failure, one kind).
 pub fn prepare(logdir: &Path) -> Result<()> {
-    fs::create_dir_all(logdir).map_err(|e| Error::io("cannot create the logdir", logdir, e))
+    match Location::of(logdir)? {
+        Location::Local(path) => {
+            fs::create_dir_all(&path).map_err(|e| Error::io("cannot create the logdir", &path, e))
+        }
+        #[cfg(feature = "object-store")]
+        Location::Object(url) => crate::store::check(&url),
+        #[cfg(not(feature = "object-store"))]
+        Location::Object(_) => unreachable!("Location::of refuses URLs without the feature"),
+    }
 }
 
 /// Writes `profile` as a new run of `logdir` and returns it with the file recorded.
@@ -192,12 +208,55 @@ pub fn write_logdir_within(
     max_xplane_bytes: u64,
 ) -> Result<Profile> {
     let host = profile.host_name().to_owned();
-    let written = RunDir::create(logdir.as_ref())
+    let location = match Location::of(logdir.as_ref()) {
+        Ok(location) => location,
+        Err(e) => return Err(e.with_profile(profile)),
+    };
+    let local = match &location {
+        Location::Local(path) => path.clone(),
+        Location::Object(url) => url.staging_dir(),
+    };
+    let written = RunDir::create(&local)
         .and_then(|run| run.write_within(&mut profile, &host, formats, max_xplane_bytes));
-    match written {
-        Ok(()) => Ok(profile),
-        Err(e) => Err(e.with_profile(profile)),
+    if let Err(e) = written {
+        return Err(e.with_profile(profile));
     }
+    match location {
+        Location::Local(_) => Ok(profile),
+        #[cfg(feature = "object-store")]
+        Location::Object(url) => match publish(&mut profile, &url) {
+            Ok(()) => Ok(profile),
+            Err(e) => Err(e.with_profile(profile)),
+        },
+        #[cfg(not(feature = "object-store"))]
+        Location::Object(_) => unreachable!("Location::of refuses URLs without the feature"),
+    }
+}
+
+/// Publishes the run `profile`'s files were written to (under `url`'s staging
+/// directory) to `url`; on success the profile's files name the objects and the local
+/// copy is removed, on failure both stay as they are and the error names the URL, the
+/// cause and the local run.
+///
+/// # Errors
+/// As [`crate::store::publish_run`].
+#[cfg(feature = "object-store")]
+pub fn publish(profile: &mut Profile, url: &crate::store::ObjectUrl) -> Result<()> {
+    let Some(run) = profile.run_dir().map(Path::to_path_buf) else {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "the profile was not written",
+        ));
+    };
+    let runs = url.join(PROFILE_PLUGIN_DIR);
+    let published = crate::store::publish_run(&run, profile.files(), &runs)?;
+    profile.take_files();
+    for file in &published.files {
+        profile.add_file(PathBuf::from(file.to_string()));
+    }
+    // Published: the staging copy has done its work. Failing to remove it loses nothing.
+    drop(fs::remove_dir_all(&run));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -188,6 +188,55 @@ fn names_that_would_leave_the_repository_root_are_refused() {
     assert!(!root.exists(), "nothing was created");
 }
 
+/// XProf's Capture dialog on a `gs://` logdir sends `gs://…/plugins/profile`: the
+/// server refuses it by name rather than write a local directory `gs:`.
+#[test]
+fn an_object_storage_repository_root_is_refused_by_name() {
+    let _s = serial();
+    let (_server, addr) = serve();
+    let rt = runtime();
+    for (root, code, said) in [
+        (
+            "gs://b/logs/plugins/profile",
+            Code::FailedPrecondition,
+            "gs://b/logs/plugins/profile",
+        ),
+        (
+            "s3://b/logs/plugins/profile",
+            Code::FailedPrecondition,
+            "capture-profile --logdir",
+        ),
+        (
+            "az://c/logs/plugins/profile",
+            Code::FailedPrecondition,
+            "object-storage URL",
+        ),
+        (
+            "gs:/b/logs/plugins/profile",
+            Code::InvalidArgument,
+            "one slash",
+        ),
+    ] {
+        let status = rt
+            .block_on(async {
+                raw_client(&addr)
+                    .await
+                    .profile(xprof_like(root, "2026_01_02_03_04_05", "h", 50))
+                    .await
+            })
+            .expect_err("refused");
+        assert_eq!(status.code(), code, "{root}: {status:?}");
+        assert!(
+            status.message().contains(said),
+            "{root}: {}",
+            status.message()
+        );
+    }
+    for made in ["gs:", "s3:", "az:"] {
+        assert!(!std::path::Path::new(made).exists(), "{made} was created");
+    }
+}
+
 #[test]
 fn bad_options_are_invalid_arguments_naming_the_problem() {
     let _s = serial();

@@ -5,7 +5,7 @@
 //! line per host and one table merged over all of them, so 32 hosts do not print 32
 //! tables; `--summary-per-host` asks for them anyway.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -15,6 +15,7 @@ use profiler_core::error::report as said;
 use profiler_core::Profile;
 use profiler_export::link::{LinkOptions, LinkOutcome};
 use profiler_export::otlp::OtlpOptions;
+use profiler_export::store::{publish_run, Location, ObjectUrl};
 use profiler_export::{ProfileExport, RunDir};
 use profiler_remote::client::Captured;
 
@@ -68,16 +69,35 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
     let mut failed = 0usize;
     let mut with_events = 0usize;
     let mut profiles: Vec<(String, Profile)> = Vec::new();
+    // Every host's file is written (locally, or staged for a URL logdir) once all
+    // captures have returned; a URL logdir's run is then published whole, its files
+    // concurrently, so the servers need no credentials of their own.
+    let location = Location::of(&plan.logdir);
+    let local_logdir = match &location {
+        Ok(Location::Object(url)) => url.staging_dir(),
+        _ => plan.logdir.clone(),
+    };
+    let mut written = Vec::with_capacity(outcomes.len());
     for Outcome { address, result } in outcomes {
-        match result {
-            Ok(Captured::Space(space)) => {
+        let result = result.map(|captured| match captured {
+            Captured::Space(space) => {
                 let mut profile = Profile::new(*space);
-                match write(&mut run, &mut profile, &address, plan) {
-                    Ok(()) => {}
-                    Err(()) => {
-                        failed += 1;
-                        continue;
-                    }
+                let ok = write(&mut run, &mut profile, &address, plan, &local_logdir);
+                Ok((profile, ok))
+            }
+            other => Err(other),
+        });
+        written.push((address, result));
+    }
+    if let (Ok(Location::Object(url)), Some(run)) = (&location, &run) {
+        failed += usize::from(!publish(run, url, &mut written));
+    }
+    for (address, result) in written {
+        match result {
+            Ok(Ok((profile, ok))) => {
+                if !ok {
+                    failed += 1;
+                    continue;
                 }
                 let files: Vec<_> = profile
                     .files()
@@ -106,7 +126,8 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
                 }
                 profiles.push((address, profile));
             }
-            Ok(Captured::WrittenByServer { empty }) => {
+            Ok(Err(Captured::Space(_))) => unreachable!("written above"),
+            Ok(Err(Captured::WrittenByServer { empty })) => {
                 let root = Path::new(&plan.request.repository_root).join(&plan.request.session_id);
                 println!(
                     "{address}: the server wrote its own file under {} on its machine{}",
@@ -126,12 +147,18 @@ pub(super) fn report(plan: &Plan, outcomes: Vec<Outcome>) -> i32 {
         }
     }
     summaries(plan, &profiles, many);
-    if !profiles.is_empty() {
-        println!(
+    match &location {
+        _ if profiles.is_empty() => {}
+        // XProf reads gs:// and local logdirs; s3:// and az:// runs come down first.
+        Ok(Location::Object(url)) if !url.xprof_reads() => println!(
+            "XProf reads gs:// logdirs only: bring the run down with  prof-convert {url} --out logs  \
+             then  xprof --logdir logs"
+        ),
+        _ => println!(
             "view with:  xprof --logdir {}   (or: tensorboard --logdir {})",
             plan.logdir.display(),
             plan.logdir.display()
-        );
+        ),
     }
     if let (true, Some((_, profile))) = (plan.perfetto_link, profiles.first()) {
         let announce =
@@ -180,14 +207,16 @@ fn write(
     profile: &mut Profile,
     address: &str,
     plan: &Plan,
-) -> Result<(), ()> {
+    logdir: &Path,
+) -> bool {
     let made = match run {
         Some(run) => Ok(&*run),
-        None => RunDir::create_named(&plan.logdir, &plan.request.session_id)
-            .map(|made| &*run.insert(made)),
+        None => {
+            RunDir::create_named(logdir, &plan.request.session_id).map(|made| &*run.insert(made))
+        }
     };
     let Err(e) = made.and_then(|run| run.write(profile, address, &plan.formats)) else {
-        return Ok(());
+        return true;
     };
     eprintln!(
         "capture-profile: {address}: captured, but writing failed: {}",
@@ -198,7 +227,7 @@ fn write(
         Ok(()) => {
             let at = profile.run_dir().unwrap_or(&fallback).display().to_string();
             eprintln!("capture-profile: {address}: the capture is kept in {at}");
-            Ok(())
+            true
         }
         Err(e) => {
             eprintln!(
@@ -206,7 +235,56 @@ fn write(
                 fallback.display(),
                 said(&e)
             );
-            Err(())
+            false
+        }
+    }
+}
+
+/// One host's profile as written: the profile and whether its files were written, or
+/// what the server did instead.
+type Written = Result<Result<(Profile, bool), Captured>, CaptureError>;
+
+/// Publishes the staged run to `url`, every host's files in one run; on success each
+/// profile's files name the objects. On failure says why, naming the URL and the
+/// local run that keeps the captures, and returns false.
+fn publish(run: &RunDir, url: &ObjectUrl, written: &mut [(String, Written)]) -> bool {
+    let mut files = Vec::new();
+    let mut hosts = Vec::new();
+    for (i, (_, result)) in written.iter().enumerate() {
+        if let Ok(Ok((profile, true))) = result {
+            if profile.run_dir() == Some(run.path()) {
+                hosts.push((i, profile.files().len()));
+                files.extend(profile.files().iter().cloned());
+            }
+        }
+    }
+    // `.xplane.pb` files first: the first one claims the run.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| !files[i].to_string_lossy().ends_with(".xplane.pb"));
+    let sorted: Vec<PathBuf> = order.iter().map(|&i| files[i].clone()).collect();
+    let runs = url.join(profiler_export::logdir::PROFILE_PLUGIN_DIR);
+    match publish_run(run.path(), &sorted, &runs) {
+        Ok(published) => {
+            let mut urls = vec![PathBuf::new(); files.len()];
+            for (k, &i) in order.iter().enumerate() {
+                urls[i] = PathBuf::from(published.files[k].to_string());
+            }
+            let mut next = urls.into_iter();
+            for (i, count) in hosts {
+                if let (_, Ok(Ok((profile, _)))) = &mut written[i] {
+                    profile.take_files();
+                    for file in next.by_ref().take(count) {
+                        profile.add_file(file);
+                    }
+                }
+            }
+            // Published: the staged copy has done its work.
+            drop(std::fs::remove_dir_all(run.path()));
+            true
+        }
+        Err(e) => {
+            eprintln!("capture-profile: {}", said(&e));
+            false
         }
     }
 }

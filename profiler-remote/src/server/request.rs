@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use profiler_core::error::report;
 use profiler_core::{ConfigValue, ProfileOptions};
 use profiler_export::formats::{self, host_file_stem};
+use profiler_export::store::Location;
 use tonic::Status;
 
 use super::limits::Limits;
@@ -267,10 +268,28 @@ pub(super) fn target_file(
         .find(|h| !h.is_empty())
         .map_or_else(profiler_core::host_name, str::to_owned);
     check_host(&host)?;
+    refuse_urls(&request.repository_root)?;
     let root = writes.resolve(&request.repository_root)?;
     let file = formats::xplane_file(&root.join(session_id), &host);
     check_file_name(&host, &file)?;
     Ok(file)
+}
+
+/// A `repository_root` that is an object-storage URL (XProf's Capture dialog sends
+/// `gs://…/plugins/profile` for a `gs://` logdir) is refused by name: the server writes
+/// local files only, and a URL taken as a path would make a local directory `gs:`.
+/// `capture-profile --logdir URL` asks for the profile back and uploads it itself, so
+/// the server needs no credentials.
+fn refuse_urls(root: &str) -> Result<(), Status> {
+    match Location::parse(Path::new(root)) {
+        Ok(Location::Local(_)) => Ok(()),
+        Ok(Location::Object(url)) => Err(Status::failed_precondition(format!(
+            "repository_root {url} is an object-storage URL, and this server writes local \
+             files only: capture with `capture-profile --logdir URL`, which takes the \
+             profile back (emit_xspace) and uploads it itself, or give a local directory"
+        ))),
+        Err(e) => Err(invalid(format!("repository_root: {e}"))),
+    }
 }
 
 impl Capture {
