@@ -12,7 +12,7 @@ use prof_cli::top::state::{App, Key, Link, Update};
 use prof_test_support::serial;
 use profiler_core::trace;
 use profiler_remote::live::proto::{
-    Capture, Gpu, InputShare, Memory, Op, Recording, Snapshot, Step, StepTimes,
+    Capture, DeviceKernels, Gpu, InputShare, Memory, Op, Recording, Snapshot, Step, StepTimes,
 };
 use profiler_remote::server;
 
@@ -91,6 +91,15 @@ fn fixed(host: &str, p50_ms: u64) -> Snapshot {
             memory_total: Some(80 << 30),
         }],
         gpus_unavailable: None,
+        // Its own kernels over the last second, as its CUPTI tracer saw them.
+        kernels: vec![DeviceKernels {
+            device: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            kernel_ns: 412 * ms,
+            kernels: 3100,
+            interval_ns: 1000 * ms,
+        }],
+        kernels_unavailable: None,
     }
 }
 
@@ -241,6 +250,14 @@ fn the_step_time_shown_is_the_programs_own_within_10_percent() {
             || host["gpus_unavailable"]
                 .as_str()
                 .is_some_and(|w| w.contains("NVML") || w.contains("libnvidia-ml")),
+        "{host}"
+    );
+    // Kernels are traced only when asked (--kernels): the reason says how.
+    assert_eq!(host["kernels"].as_array().map(Vec::len), Some(0), "{host}");
+    assert!(
+        host["kernels_unavailable"]
+            .as_str()
+            .is_some_and(|w| w.contains("--kernels")),
         "{host}"
     );
     let shown = host["step_time_ms"]["avg"].as_f64().expect("avg step time");

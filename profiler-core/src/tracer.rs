@@ -49,6 +49,31 @@ pub trait Tracer: Send {
 
     /// Adds what was traced to `space`, which already holds the host plane.
     fn collect(&mut self, space: &mut XSpace, session: &SessionClock);
+
+    /// What this tracer has seen its devices run, read while it runs, for a view of
+    /// the running process (the live view's kernel time); `None` (the default) for a
+    /// tracer that keeps no such count. The counts never go back within a process, in
+    /// this session or a later one, so a reader takes differences between its reads.
+    /// Called about once a second from a thread of the profiler's own, never from the
+    /// program's threads; a tracer may have its library deliver what it holds first.
+    fn device_time(&mut self) -> Option<Vec<DeviceTime>> {
+        None
+    }
+}
+
+/// What device tracers have seen one device run in this process, counts that only grow
+/// ([`Tracer::device_time`], [`device_time`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceTime {
+    /// The device's ordinal, as its runtime numbers it (CUDA's, for CUPTI).
+    pub device: u32,
+    /// The device's name, when the tracer knows it.
+    pub name: String,
+    /// The kernels' time added up, ns: kernels that overlapped (on several streams)
+    /// each count whole, so this can grow faster than the wall clock.
+    pub kernel_ns: u64,
+    /// Kernels finished.
+    pub kernels: u64,
 }
 
 /// Makes a tracer for a session, or `None` when the options ask for nothing this
@@ -127,6 +152,21 @@ pub(crate) fn stop_all() -> Vec<Box<dyn Tracer>> {
         }
     }
     tracers
+}
+
+/// What the running session's device tracers have seen their devices run so far
+/// ([`Tracer::device_time`]), or `None` when no running tracer keeps such a count (no
+/// session, no device tracer, or one that could not start). A cold path: it takes the
+/// tracers' lock, and a tracer may flush its library's buffers.
+pub fn device_time() -> Option<Vec<DeviceTime>> {
+    let mut active = lock(&ACTIVE);
+    let mut out: Option<Vec<DeviceTime>> = None;
+    for tracer in active.iter_mut() {
+        if let Some(devices) = tracer.device_time() {
+            out.get_or_insert_with(Vec::new).extend(devices);
+        }
+    }
+    out
 }
 
 /// Has the stopped tracers add their data and warnings to `space`.

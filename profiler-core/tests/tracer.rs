@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use prof_test_support::scope_hook;
-use profiler_core::tracer::{self, SessionClock, Tracer};
+use profiler_core::tracer::{self, DeviceTime, SessionClock, Tracer};
 use profiler_core::xspace::{PlaneBuilder, XSpace};
 use profiler_core::{session, trace, ProfileOptions};
 
@@ -13,6 +13,8 @@ static FAIL_START: AtomicBool = AtomicBool::new(false);
 
 struct FakeDevice {
     started: bool,
+    /// Times its device time was read.
+    reads: u64,
 }
 
 impl Tracer for FakeDevice {
@@ -34,6 +36,15 @@ impl Tracer for FakeDevice {
         tracer::set_scope_hook(None);
         Ok(())
     }
+    fn device_time(&mut self) -> Option<Vec<DeviceTime>> {
+        self.reads += 1;
+        Some(vec![DeviceTime {
+            device: 0,
+            name: "Fake GPU".into(),
+            kernel_ns: 1_000 * self.reads,
+            kernels: self.reads,
+        }])
+    }
     fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {
         assert!(self.started);
         let mut plane = PlaneBuilder::new(100, "/device:GPU:0");
@@ -44,7 +55,12 @@ impl Tracer for FakeDevice {
 }
 
 fn factory(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
-    (options.device_tracer_level >= 1).then(|| Box::new(FakeDevice { started: false }) as _)
+    (options.device_tracer_level >= 1).then(|| {
+        Box::new(FakeDevice {
+            started: false,
+            reads: 0,
+        }) as _
+    })
 }
 
 #[test]
@@ -62,7 +78,13 @@ fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
         let _outer = trace!("Train", step_num = 1);
         let _inner = trace!("attn");
     }
+    // While it runs, its device time is read through the registry, each read fresh.
+    let first = tracer::device_time().expect("a running tracer that counts");
+    let second = tracer::device_time().expect("a running tracer that counts");
+    assert_eq!((first.len(), first[0].name.as_str()), (1, "Fake GPU"));
+    assert!(second[0].kernel_ns > first[0].kernel_ns);
     let profile = session::stop().expect("stop");
+    assert_eq!(tracer::device_time(), None, "no session, no device time");
     let space = profile.xspace();
     assert_eq!(
         space
@@ -98,6 +120,7 @@ fn a_registered_tracer_runs_with_sessions_and_hears_of_annotations() {
         None,
     )
     .expect("start");
+    assert_eq!(tracer::device_time(), None, "no tracer runs");
     let space = session::stop().expect("stop").xspace().clone();
     assert!(space.plane("/device:GPU:0").is_none());
     assert!(

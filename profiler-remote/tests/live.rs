@@ -1,23 +1,34 @@
 //! The live view on loopback: `prof.live.v1.Live/Watch` streams against a running
 //! workload, captures while watched, the watcher limit, the recorder stopped once
-//! nobody watches, and TensorFlow's `Monitor` answered.
+//! nobody watches, the GPU's kernel time while a watcher asks for it (a fake device
+//! tracer), and TensorFlow's `Monitor` answered.
 //!
 //! Sessions are process-wide, so every test holds `serial()`.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use prof_test_support::serial;
 use prof_test_support::workload::Workload;
+use profiler_core::tracer::{self, DeviceTime, SessionClock, Tracer};
+use profiler_core::xspace::XSpace;
+use profiler_core::ProfileOptions;
 use profiler_core::{flight_recorder, session};
 use profiler_remote::client::{self, CaptureError, CaptureRequest, Connection};
-use profiler_remote::live::{self, proto::Recording, proto::Snapshot, Source};
+use profiler_remote::live::proto::{Recording, Snapshot, WatchRequest};
+use profiler_remote::live::{self, Source};
 use profiler_remote::server::{Limits, ServerBuilder};
 
 mod support;
 use support::{runtime, serve, serve_with};
 
 async fn watching(addr: &str) -> tonic::Streaming<Snapshot> {
-    match live::watch(addr, &Connection::default())
+    watching_with(addr, WatchRequest::default()).await
+}
+
+async fn watching_with(addr: &str, request: WatchRequest) -> tonic::Streaming<Snapshot> {
+    match live::watch_with(addr, &Connection::default(), request)
         .await
         .expect("watch")
     {
@@ -239,5 +250,103 @@ fn watching_takes_the_servers_token() {
             profiler_core::ErrorKind::Unauthenticated,
             "{refused}"
         );
+    });
+}
+
+/// Device tracers of the fake kind running now.
+static FAKE_GPUS: AtomicU32 = AtomicU32::new(0);
+
+/// A device tracer whose one GPU runs kernels half the time: its counts, process-wide
+/// as CUPTI's are, grow by half the wall time since the first one started.
+struct HalfBusyGpu;
+
+impl HalfBusyGpu {
+    fn origin() -> Instant {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        *ORIGIN.get_or_init(Instant::now)
+    }
+}
+
+impl Tracer for HalfBusyGpu {
+    fn start(&mut self) -> Result<(), profiler_core::Error> {
+        Self::origin();
+        FAKE_GPUS.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn stop(&mut self) -> Result<(), profiler_core::Error> {
+        FAKE_GPUS.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn collect(&mut self, _: &mut XSpace, _: &SessionClock) {}
+    fn device_time(&mut self) -> Option<Vec<DeviceTime>> {
+        let ns = Self::origin().elapsed().as_nanos() as u64 / 2;
+        Some(vec![DeviceTime {
+            device: 0,
+            name: "Half-busy GPU".into(),
+            kernel_ns: ns,
+            kernels: ns / 1000,
+        }])
+    }
+}
+
+fn half_busy(options: &ProfileOptions) -> Option<Box<dyn Tracer>> {
+    (options.device_tracer_level >= 1).then(|| Box::new(HalfBusyGpu) as _)
+}
+
+/// Frames until `done` holds for one (at most 10).
+async fn until(
+    stream: &mut tonic::Streaming<Snapshot>,
+    done: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    for _ in 0..10 {
+        let frame = next(stream).await;
+        if done(&frame) {
+            return frame;
+        }
+    }
+    panic!("no such frame in 10");
+}
+
+#[test]
+fn kernels_are_traced_only_while_a_watcher_asks_and_each_frame_shows_their_time() {
+    let _s = serial();
+    tracer::register(half_busy);
+    let (_server, addr) = serve();
+    let _work = Workload::start();
+    runtime().block_on(async {
+        // A watcher that does not ask: no device tracer runs, and the frame says how
+        // to get kernel time.
+        let mut plain = watching(&addr).await;
+        let off = with_steps(&mut plain).await;
+        assert_eq!(FAKE_GPUS.load(Ordering::SeqCst), 0);
+        assert!(off.kernels.is_empty());
+        let why = off.kernels_unavailable.expect("a reason");
+        assert!(why.contains("--kernels"), "{why}");
+
+        // One that asks: the live view's recorder traces kernels from its next tick,
+        // and every watcher's frames show each device's share of the interval.
+        let mut asking = watching_with(
+            &addr,
+            WatchRequest {
+                trace_kernels: true,
+            },
+        )
+        .await;
+        let on = until(&mut asking, |f| !f.kernels.is_empty()).await;
+        assert_eq!(FAKE_GPUS.load(Ordering::SeqCst), 1);
+        let gpu = &on.kernels[0];
+        assert_eq!((gpu.device, gpu.name.as_str()), (0, "Half-busy GPU"));
+        let share = gpu.kernel_ns as f64 / gpu.interval_ns as f64;
+        assert!((0.45..0.55).contains(&share), "{share} of {gpu:?}");
+        assert!(gpu.interval_ns > 500_000_000, "{gpu:?}");
+        assert!(with_steps(&mut asking).await.step.is_some(), "steps go on");
+        let seen = until(&mut plain, |f| !f.kernels.is_empty()).await;
+        assert_eq!(seen.kernels[0].device, 0);
+
+        // When it leaves, tracing stops: the program pays for kernels no longer.
+        drop(asking);
+        let after = until(&mut plain, |f| f.kernels.is_empty()).await;
+        assert!(after.kernels_unavailable.is_some());
+        assert_eq!(FAKE_GPUS.load(Ordering::SeqCst), 0);
     });
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use profiler_core::error::report;
 use profiler_core::ErrorKind;
 use profiler_remote::client::Connection;
+use profiler_remote::live::proto::WatchRequest;
 use profiler_remote::live::{self, Source};
 
 use crate::top::state::{Link, Update};
@@ -16,16 +17,18 @@ use crate::top::state::{Link, Update};
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MOST_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Follows host `index` at `address` until `updates` is dropped.
+/// Follows host `index` at `address`, asking what `request` asks, until `updates` is
+/// dropped.
 pub async fn follow(
     index: usize,
     address: String,
     connection: Connection,
+    request: WatchRequest,
     updates: Sender<Update>,
 ) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let why = match live::watch(&address, &connection).await {
+        let why = match live::watch_with(&address, &connection, request.clone()).await {
             Ok(Source::Live(mut stream)) => {
                 backoff = FIRST_BACKOFF;
                 if updates.send(Update::Link(index, Link::Connected)).is_err() {

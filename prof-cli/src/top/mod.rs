@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use clap::{CommandFactory, Parser};
 use profiler_core::error::report;
 use profiler_remote::client::{ClientTls, Connection};
+use profiler_remote::live::proto::WatchRequest;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::capture::parse_address;
@@ -67,6 +68,11 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value_t = 2000,
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub capture_ms: u64,
+
+    /// Trace the watched processes' GPU kernels (CUPTI) while watching, to show the
+    /// time each GPU spends in their own kernels; costs them about 1 µs a launch
+    #[arg(long)]
+    pub kernels: bool,
 
     /// How long connecting may take
     #[arg(long, value_name = "MS", default_value_t = 5000,
@@ -146,6 +152,9 @@ pub fn main() -> i32 {
             index,
             address.clone(),
             connection.clone(),
+            WatchRequest {
+                trace_kernels: args.kernels,
+            },
             updates.clone(),
         ));
     }

@@ -128,6 +128,17 @@ fn host_json(host: &Host, straggler: bool) -> Value {
     if let Some(why) = &s.gpus_unavailable {
         out["gpus_unavailable"] = json!(why);
     }
+    out["kernels"] = s
+        .kernels
+        .iter()
+        .map(|k| {
+            json!({"device": k.device, "name": k.name, "kernel_ms": ms(k.kernel_ns as f64),
+                   "kernels": k.kernels, "interval_ms": ms(k.interval_ns as f64)})
+        })
+        .collect();
+    if let Some(why) = &s.kernels_unavailable {
+        out["kernels_unavailable"] = json!(why);
+    }
     if let Some(c) = &s.capture {
         out["capture"] = json!({"session_id": c.session_id, "elapsed_ms": c.elapsed_ms, "duration_ms": c.duration_ms});
     }

@@ -46,7 +46,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
         Constraint::Length(2),
         Constraint::Length(1),
         Constraint::Length(2),
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Length(if several {
             app.hosts.len() as u16 + 1
         } else {
@@ -211,8 +211,43 @@ fn draw_facts(frame: &mut Frame<'_>, area: Rect, host: &Host) {
             format!("GPUs       {}", each.join("; "))
         }
     };
+    // The process's own kernels, as its device tracer saw them since the last frame.
+    let kernels = match snapshot {
+        None => "Kernels    -".to_owned(),
+        Some(s) if s.kernels.is_empty() => format!(
+            "Kernels    {}",
+            s.kernels_unavailable.as_deref().unwrap_or("-")
+        ),
+        Some(s) => {
+            let each: Vec<String> = s
+                .kernels
+                .iter()
+                .map(|k| {
+                    let per_second = |n: f64| {
+                        if k.interval_ns == 0 {
+                            0.0
+                        } else {
+                            n * 1e9 / k.interval_ns as f64
+                        }
+                    };
+                    format!(
+                        "{}: {:.1}% of the time in its kernels, {:.0}/s",
+                        k.device,
+                        per_second(k.kernel_ns as f64) / 1e7,
+                        per_second(k.kernels as f64)
+                    )
+                })
+                .collect();
+            format!("Kernels    {}", each.join("; "))
+        }
+    };
     frame.render_widget(
-        Paragraph::new(vec![Line::raw(input), Line::raw(memory), Line::raw(gpus)]),
+        Paragraph::new(vec![
+            Line::raw(input),
+            Line::raw(memory),
+            Line::raw(gpus),
+            Line::raw(kernels),
+        ]),
         area,
     );
 }

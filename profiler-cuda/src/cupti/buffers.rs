@@ -4,6 +4,7 @@
 
 #![allow(unsafe_code)]
 
+use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::sync::{Mutex, MutexGuard};
 
@@ -43,6 +44,33 @@ pub(super) fn take() -> Option<Collected> {
     collected().take()
 }
 
+/// Each device's kernel time and kernels, by ordinal, over every kernel record CUPTI
+/// delivered in this process, in any session, those over a session's cap too (their
+/// time was spent all the same). Counts only grow, so a reader (the live view) takes
+/// differences between its reads, across sessions too.
+static KERNEL_TIME: Mutex<BTreeMap<u32, (u64, u64)>> = Mutex::new(BTreeMap::new());
+
+/// Each device's kernel time (ns) and kernels so far in this process, by ordinal
+/// ([`KERNEL_TIME`]).
+pub(super) fn kernel_time() -> BTreeMap<u32, (u64, u64)> {
+    KERNEL_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// Adds the kernels among `parsed` to [`KERNEL_TIME`].
+fn count_kernels(parsed: &[Activity]) {
+    let mut counts = KERNEL_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for activity in parsed {
+        if let Activity::Kernel { start, end, at, .. } = activity {
+            let device = counts.entry(at.device_id).or_default();
+            device.0 = device.0.saturating_add(end.saturating_sub(*start));
+            device.1 += 1;
+        }
+    }
+}
+
 impl Collected {
     fn new(max_activity: u64, max_markers: u64) -> Collected {
         Collected {
@@ -78,6 +106,15 @@ impl Collected {
             *kept += 1;
             self.trace.activities.push(activity);
         }
+    }
+}
+
+/// Hands `parsed` to the session's records as a completed buffer would.
+#[cfg(test)]
+pub(super) fn complete(parsed: Vec<Activity>) {
+    count_kernels(&parsed);
+    if let Some(c) = collected().as_mut() {
+        c.keep(parsed, 0);
     }
 }
 
@@ -134,6 +171,7 @@ pub(super) extern "C" fn buffer_completed(
         let _ = cupti::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
         std::alloc::dealloc(buffer, buffer_layout());
     }
+    count_kernels(&parsed);
     if let Some(c) = collected().as_mut() {
         c.keep(parsed, dropped as u64);
     }
@@ -176,7 +214,7 @@ impl layout::Names for LiveNames {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::activity::MarkerPhase;
 
@@ -201,6 +239,40 @@ mod tests {
             name: Some("range".into()),
             domain: None,
         }
+    }
+
+    pub(in crate::cupti) fn kernel_on(device_id: u32, start: u64, end: u64) -> Activity {
+        Activity::Kernel {
+            name: "k".into(),
+            start,
+            end,
+            at: crate::activity::Placement {
+                device_id,
+                ..Default::default()
+            },
+            details: Default::default(),
+        }
+    }
+
+    #[test]
+    fn kernel_time_adds_up_by_device_and_only_grows() {
+        // Devices no other test uses: the count is the process's.
+        let before = kernel_time();
+        let of =
+            |counts: &BTreeMap<u32, (u64, u64)>, d| counts.get(&d).copied().unwrap_or_default();
+        count_kernels(&[kernel_on(5, 10, 40), kernel_on(6, 0, 5), kernel(9)]);
+        count_kernels(&[kernel_on(5, 50, 60), kernel_on(5, 100, 100)]);
+        let after = kernel_time();
+        // A memset is not a kernel; a kernel of no length still counts as one.
+        assert_eq!(of(&after, 5).0 - of(&before, 5).0, 40);
+        assert_eq!(of(&after, 5).1 - of(&before, 5).1, 3);
+        assert_eq!(
+            (
+                of(&after, 6).0 - of(&before, 6).0,
+                of(&after, 6).1 - of(&before, 6).1
+            ),
+            (5, 1)
+        );
     }
 
     #[test]

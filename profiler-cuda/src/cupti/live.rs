@@ -144,6 +144,14 @@ impl Cupti for Live {
             })
     }
 
+    fn deliver(&mut self) -> Result<(), String> {
+        // SAFETY: plain call; 0 = no flag: only buffers whose records are all complete
+        // are delivered, partly filled ones included, so tracing goes on undisturbed.
+        unsafe { cupti::cuptiActivityFlushAll(0) }
+            .result()
+            .map_err(|e| format!("prof: cuptiActivityFlushAll(0) failed ({e:?})"))
+    }
+
     fn api_name(&self, domain: ApiDomain, cbid: u32) -> String {
         callbacks::callback_name(callbacks::cupti_domain(domain), cbid)
             .unwrap_or_else(|| format!("CUDA API {cbid}"))

@@ -27,7 +27,7 @@ mod steps;
 #[cfg(test)]
 mod tests;
 
-use profiler_core::tracer::{self, SessionClock, Tracer};
+use profiler_core::tracer::{self, DeviceTime, SessionClock, Tracer};
 use profiler_core::xspace::XSpace;
 use profiler_core::{Error, ErrorKind, ProfileOptions};
 
@@ -166,6 +166,40 @@ impl Tracer for CuptiTracer {
         self.cupti
             .flush()
             .map_err(|why| Error::new(ErrorKind::Internal, why))
+    }
+
+    fn device_time(&mut self) -> Option<Vec<DeviceTime>> {
+        if !self.running {
+            return None;
+        }
+        // A failed delivery leaves the count where the last one left it.
+        let _ = self.cupti.deliver();
+        let mut counted = buffers::kernel_time();
+        let mut out: Vec<DeviceTime> = self
+            .devices
+            .iter()
+            .map(|d| {
+                let (kernel_ns, kernels) = counted.remove(&d.ordinal).unwrap_or_default();
+                DeviceTime {
+                    device: d.ordinal,
+                    name: d.name.clone(),
+                    kernel_ns,
+                    kernels,
+                }
+            })
+            .collect();
+        // A device CUPTI reported that the start did not list (none expected).
+        out.extend(
+            counted
+                .into_iter()
+                .map(|(device, (kernel_ns, kernels))| DeviceTime {
+                    device,
+                    name: String::new(),
+                    kernel_ns,
+                    kernels,
+                }),
+        );
+        Some(out)
     }
 
     fn collect(&mut self, space: &mut XSpace, session: &SessionClock) {

@@ -38,6 +38,9 @@ pub(crate) trait Cupti: Send {
     fn disable_all(&mut self);
     /// Delivers the records CUPTI still holds.
     fn flush(&mut self) -> Result<(), String>;
+    /// Delivers the finished records CUPTI holds, while tracing goes on (for a view of
+    /// the running process), without forcing out the buffers still being written.
+    fn deliver(&mut self) -> Result<(), String>;
     /// CUPTI's name of an API function.
     fn api_name(&self, domain: ApiDomain, cbid: u32) -> String;
     /// Starts PM sampling on `devices`; warnings for what failed.

@@ -62,6 +62,10 @@ impl Cupti for Fake {
         self.say("flush");
         Ok(())
     }
+    fn deliver(&mut self) -> Result<(), String> {
+        self.say("deliver");
+        Ok(())
+    }
     fn api_name(&self, _: ApiDomain, cbid: u32) -> String {
         format!("api{cbid}")
     }
@@ -204,4 +208,34 @@ fn a_session_asks_for_what_its_options_name_and_stops_in_order() {
         said(&log)[8..],
         ["unsubscribe", "stop_pm", "disable_all", "flush"]
     );
+}
+
+#[test]
+fn a_running_tracer_tells_each_devices_kernel_time_after_asking_cupti_to_deliver() {
+    let _one = calls::tests::SESSION
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (mut tracer, log) = tracer(Fake::default(), ProfileOptions::default());
+    assert_eq!(tracer.device_time(), None, "not started");
+    tracer.start().expect("start");
+    // The device the start found comes first, listed before any kernel of this test
+    // (other tests' devices may follow: the counts are the process's).
+    let first = tracer.device_time().expect("running");
+    assert_eq!(first[0].device, 0);
+    assert_eq!(said(&log).last().map(String::as_str), Some("deliver"));
+    buffers::complete(vec![
+        buffers::tests::kernel_on(0, 100, 400),
+        buffers::tests::kernel_on(0, 500, 600),
+    ]);
+    let second = tracer.device_time().expect("running");
+    assert_eq!(
+        (
+            second[0].kernel_ns - first[0].kernel_ns,
+            second[0].kernels - first[0].kernels
+        ),
+        (400, 2)
+    );
+    tracer.stop().expect("stop");
+    assert_eq!(tracer.device_time(), None, "stopped");
+    drop(buffers::take());
 }

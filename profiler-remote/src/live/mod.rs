@@ -89,11 +89,21 @@ async fn channel(
 /// A [`CaptureError`]: unreachable, refused (a token, too many watchers), or a bad
 /// address.
 pub async fn watch(address: &str, connection: &Connection) -> Result<Source, CaptureError> {
+    watch_with(address, connection, proto::WatchRequest::default()).await
+}
+
+/// Starts watching the server at `address` with what `request` asks (the GPU's
+/// kernels traced while watching: [`proto::WatchRequest::trace_kernels`]).
+///
+/// # Errors
+/// As [`watch`].
+pub async fn watch_with(
+    address: &str,
+    connection: &Connection,
+    request: proto::WatchRequest,
+) -> Result<Source, CaptureError> {
     let mut client = LiveClient::new(channel(address, connection).await?);
-    match client
-        .watch(authorized(proto::WatchRequest {}, connection)?)
-        .await
-    {
+    match client.watch(authorized(request, connection)?).await {
         Ok(response) => Ok(Source::Live(Box::new(response.into_inner()))),
         Err(status) if status.code() == Code::Unimplemented => Ok(Source::MonitorOnly),
         Err(status) => Err(error(status)),

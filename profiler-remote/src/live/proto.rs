@@ -8,10 +8,15 @@
 //! a field a server does not send reads as its default).
 #![allow(missing_docs)]
 
-/// `prof.live.v1.WatchRequest`: nothing to say yet; the server sends a snapshot about
-/// once a second.
+/// `prof.live.v1.WatchRequest`: the server sends a snapshot about once a second.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WatchRequest {}
+pub struct WatchRequest {
+    /// Trace the process's GPU kernels (CUPTI) while this watcher watches, for the
+    /// kernel time of `Snapshot.kernels`. Off by default: CUPTI costs about a
+    /// microsecond a launch while it traces.
+    #[prost(bool, tag = "1")]
+    pub trace_kernels: bool,
+}
 
 /// What the watched process is doing with its recording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
@@ -80,6 +85,37 @@ pub struct Snapshot {
     /// Why there are no GPUs to show (no NVML on the host, no device), when so.
     #[prost(string, optional, tag = "17")]
     pub gpus_unavailable: Option<String>,
+    /// The process's own kernel time on each device since the last snapshot, as its
+    /// device tracer (CUPTI) saw it, when one runs.
+    #[prost(message, repeated, tag = "18")]
+    pub kernels: Vec<DeviceKernels>,
+    /// Why there is no kernel time (no watcher asked for it, no device tracer in the
+    /// process), when so.
+    #[prost(string, optional, tag = "19")]
+    pub kernels_unavailable: Option<String>,
+}
+
+/// `prof.live.v1.DeviceKernels`: the watched process's kernels on one device over an
+/// interval, as its device tracer saw them: unlike NVML's utilisation, only this
+/// process's kernels, and their whole time.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DeviceKernels {
+    /// The device's ordinal as CUDA numbers it (which `CUDA_VISIBLE_DEVICES` may make
+    /// differ from NVML's index).
+    #[prost(uint32, tag = "1")]
+    pub device: u32,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// The kernels' time added up over the interval, ns; kernels overlapping on
+    /// several streams each count whole, so it can pass the interval.
+    #[prost(uint64, tag = "3")]
+    pub kernel_ns: u64,
+    /// Kernels that finished in the interval.
+    #[prost(uint64, tag = "4")]
+    pub kernels: u64,
+    /// The interval, ns.
+    #[prost(uint64, tag = "5")]
+    pub interval_ns: u64,
 }
 
 /// `prof.live.v1.Step`: one finished step.

@@ -18,6 +18,7 @@
 //! making the process queue them. At most [`Limits::max_watchers`] watch at once.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use super::gpus;
+use super::kernels::KernelMeter;
 use crate::live::proto::{self as wire, Recording};
 use crate::live_rpc::live_server;
 use crate::proto;
@@ -55,6 +57,8 @@ struct CaptureInfo {
 struct Watcher {
     frames: mpsc::Sender<Result<wire::Snapshot, Status>>,
     dropped: u64,
+    /// Whether it asked for the GPU's kernels to be traced while it watches.
+    trace_kernels: bool,
 }
 
 #[derive(Default)]
@@ -97,6 +101,9 @@ impl Drop for CaptureMark {
 /// Live views using the background recorder, in every server of the process (the
 /// recorder is the process's, as sessions are): the last to leave stops it.
 static RECORDER_USERS: Mutex<usize> = Mutex::new(0);
+
+/// Whether the background recorder the live view started traces the GPU's kernels.
+static RECORDER_TRACES_KERNELS: AtomicBool = AtomicBool::new(false);
 
 /// A live view's use of the background recorder, until dropped.
 struct RecorderUse;
@@ -150,26 +157,52 @@ impl Hub {
         CaptureMark(self.clone())
     }
 
-    /// Starts the background recorder unless a session runs.
-    fn ensure_recording(&self) {
+    /// Whether a watcher asks for the GPU's kernels.
+    fn kernels_asked(&self) -> bool {
+        lock(&self.shared.users)
+            .watchers
+            .iter()
+            .any(|w| w.trace_kernels && !w.frames.is_closed())
+    }
+
+    /// Starts the background recorder unless a session runs, tracing the GPU's kernels
+    /// (the device tracer, CUPTI) when `kernels`. A background recorder that traces
+    /// otherwise is started again, so kernels cost the program only while a watcher
+    /// asks for them; any other session is left as it is.
+    fn ensure_recording(&self, kernels: bool) {
         if session::is_running() {
-            return;
+            if !flight_recorder::is_background()
+                || RECORDER_TRACES_KERNELS.load(Ordering::Relaxed) == kernels
+            {
+                return;
+            }
+            flight_recorder::stop_background();
         }
-        let options = ProfileOptions::default().device_tracer_level(0);
+        let options = ProfileOptions::default().device_tracer_level(u32::from(kernels));
         let recorder = FlightRecorder::new(self.shared.ring_events).window(WINDOW);
         // A session that started meanwhile wins: nothing to do then.
-        let _ = flight_recorder::start_background(options, recorder);
+        if flight_recorder::start_background(options, recorder).is_ok() {
+            RECORDER_TRACES_KERNELS.store(kernels, Ordering::Relaxed);
+        }
     }
 
     /// A new watcher's stream, or RESOURCE_EXHAUSTED.
-    fn watch(&self, in_flight: Option<InFlight>) -> Result<WatchStream, Status> {
+    fn watch(
+        &self,
+        in_flight: Option<InFlight>,
+        trace_kernels: bool,
+    ) -> Result<WatchStream, Status> {
         let (frames, receiver) = mpsc::channel(FRAMES);
         let mut users = lock(&self.shared.users);
         users.watchers.retain(|w| !w.frames.is_closed());
         if users.count() >= self.shared.max_watchers {
             return Err(busy(self.shared.max_watchers));
         }
-        users.watchers.push(Watcher { frames, dropped: 0 });
+        users.watchers.push(Watcher {
+            frames,
+            dropped: 0,
+            trace_kernels,
+        });
         if !users.ticking {
             let hub = self.clone();
             std::thread::Builder::new()
@@ -188,6 +221,7 @@ impl Hub {
     fn tick(self) {
         let _use = RecorderUse::acquire();
         let mut live = Live::new(LiveOptions::default());
+        let mut kernels = KernelMeter::default();
         let mut last = LiveView::default();
         let mut wait = FIRST_TICK;
         loop {
@@ -199,14 +233,19 @@ impl Hub {
                     return;
                 }
             }
-            self.ensure_recording();
+            let kernels_asked = self.kernels_asked();
+            self.ensure_recording(kernels_asked);
             std::thread::sleep(wait);
             wait = TICK;
             let (recording, view) = self.view(&mut live, WINDOW);
             if let Some(view) = view {
                 last = view;
             }
-            let frame = self.frame(recording, &last);
+            let mut frame = self.frame(recording, &last);
+            match kernels.read(kernels_asked) {
+                Ok(devices) => frame.kernels = devices,
+                Err(why) => frame.kernels_unavailable = Some(why),
+            }
             let mut users = lock(&self.shared.users);
             let watchers = users.watchers.len() as u32;
             users.watchers.retain_mut(|w| {
@@ -287,7 +326,7 @@ impl Hub {
         }
         let _leave = Leave(self.clone());
         let _use = RecorderUse::acquire();
-        self.ensure_recording();
+        self.ensure_recording(self.kernels_asked());
         tokio::time::sleep(duration).await;
         let hub = self.clone();
         let (recording, view) = tokio::task::spawn_blocking(move || {
@@ -382,6 +421,8 @@ fn snapshot_of(
         watchers: 0,
         gpus,
         gpus_unavailable,
+        kernels: Vec::new(),
+        kernels_unavailable: None,
     }
 }
 
@@ -493,7 +534,8 @@ impl live_server::Live for LiveService {
         request: Request<wire::WatchRequest>,
     ) -> Result<Response<WatchStream>, Status> {
         let in_flight = InFlight::of(&request);
-        Ok(Response::new(self.0.watch(in_flight)?))
+        let trace_kernels = request.get_ref().trace_kernels;
+        Ok(Response::new(self.0.watch(in_flight, trace_kernels)?))
     }
 }
 

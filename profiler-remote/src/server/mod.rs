@@ -92,6 +92,7 @@
 mod auth;
 mod conn;
 mod gpus;
+mod kernels;
 mod limits;
 mod live;
 mod output;
