@@ -27,7 +27,9 @@
 #  6. cuda_matmul --overhead 10000,100000 --rounds 21: untraced, prof, and CUPTI's own
 #     floor (kernel activity alone; with launch callbacks) in alternated rounds;
 #  7. the benches of the launch callback, the scope hook, the tracking allocator and
-#     stop's CPU side (10k and 100k launches) on this machine's host CPU.
+#     stop's CPU side (10k and 100k launches) on this machine's host CPU;
+#  8. the live view: `prof-top --kernels` (text, then --json into OUT/prof-top.json)
+#     watching `cuda_matmul --serve`: NVML's GPUs and CUPTI's kernel time in a frame.
 # The CUDA libraries are looked for under $CUDA_LIB (default
 # /usr/local/cuda/targets/x86_64-linux/lib).
 set -uo pipefail
@@ -59,12 +61,57 @@ for line in sys.stdin:
             and "bench" in msg["target"]["kind"]:
         shutil.copy2(msg["executable"], os.path.join(sys.argv[1], "bench-" + msg["target"]["name"]))
 ' "$stage" || exit 1
-    strip "$stage"/cuda_matmul "$stage"/bench-* 2>/dev/null
+    (cd "$root" && cargo build --release -p prof-cli --bin prof-top) || exit 1
+    cp "$root/target/release/prof-top" "$stage/"
+    strip "$stage"/cuda_matmul "$stage"/prof-top "$stage"/bench-* 2>/dev/null
     cp "$here/gpu_checks.sh" "$stage/"
     (cd "$root" && git rev-parse --short HEAD) > "$stage/COMMIT"
     tar -C "$stage" -cJf "$dir/bundle.tar.xz" .
     rm -rf "$stage"
     ls -la "$dir"
+}
+
+# Starts SERVER... (a program printing `listening on ADDR`), watches it with
+# `prof-top --kernels` (the screen, then JSON into OUT/prof-top.json) and checks the
+# JSON: a connected host with steps, and GPUs and kernel time where there is a GPU.
+live_check() {
+    local top=$1 out=$2
+    shift 2
+    local log
+    log=$(mktemp)
+    "$@" > "$log" 2>&1 &
+    local pid=$! addr="" i
+    for i in $(seq 1 300); do
+        addr=$(sed -n 's/^listening on //p' "$log" | head -1)
+        [ -n "$addr" ] && break
+        sleep 0.1
+    done
+    if [ -z "$addr" ]; then
+        echo "live_check: '$*' never said 'listening on':"; cat "$log"
+        kill "$pid" 2>/dev/null; rm -f "$log"; return 1
+    fi
+    "$top" "$addr" --once --kernels --wait-ms 10000
+    "$top" "$addr" --json --kernels --wait-ms 10000 > "$out/prof-top.json"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -f "$log"
+    python3 - "$out/prof-top.json" <<'PY'
+import json, sys
+host = json.load(open(sys.argv[1]))["hosts"][0]
+print("state", host["state"], "step", host.get("step"))
+print("gpus", host.get("gpus"), host.get("gpus_unavailable", ""))
+print("kernels", host.get("kernels"), host.get("kernels_unavailable", ""))
+assert host["state"] == "connected" and host.get("step") is not None, host
+if host.get("gpus"):
+    assert host["gpus"][0].get("busy_percent") is not None, host["gpus"]
+    kernels = host.get("kernels") or []
+    assert kernels and kernels[0]["kernel_ms"] > 0 and kernels[0]["kernels"] > 0, host
+    print("live view: GPU", kernels[0]["device"], "ran its kernels",
+          round(100 * kernels[0]["kernel_ms"] / kernels[0]["interval_ms"], 1),
+          "% of the time; NVML says", host["gpus"][0]["busy_percent"], "%")
+else:
+    print("live view: no GPU here; kernels:", host.get("kernels_unavailable"))
+PY
 }
 
 run() {
@@ -119,6 +166,8 @@ run() {
         (cd "$work" && "$bin/bench-objects" --bench alloc --warm-up-time 1 --measurement-time 3 \
             --noplot 2>&1 | grep -E 'time:|interleaved|alloc')
         "$bin/bench-stop" --bench --launches 10000,100000
+        step "8. the live view: prof-top --kernels watching cuda_matmul --serve"
+        live_check "$bin/prof-top" "$out" "$bin/cuda_matmul" --serve 25
         step "done"
     } 2>&1 | tee "$out/gpu-checks.log"
     tar czf "$out/profiles.tar.gz" -C "$work" --exclude=bin .
@@ -129,5 +178,8 @@ cmd=${1:-}
 case $cmd in
     build) build "$@" ;;
     run) run "$@" ;;
-    *) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    # live_check alone, against any server (tried without a GPU on serve_training):
+    # gpu_checks.sh live PROF_TOP OUT SERVER...
+    live) live_check "$@" ;;
+    *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

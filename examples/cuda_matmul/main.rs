@@ -8,7 +8,12 @@
 //! ```text
 //! cargo run --features cuda --example cuda_matmul -- [--logdir DIR] [--steps N]
 //!     [--option KEY=VALUE]... [--overhead LAUNCHES,...] [--rounds R]
+//!     [--serve SECONDS]
 //! ```
+//!
+//! `--serve SECONDS` profiles nothing itself: it serves the profiler port and trains,
+//! for the live view to watch (`prof-top ADDR --kernels`: each GPU's kernel time from
+//! CUPTI, beside NVML's utilisation).
 //!
 //! After the steps, two `spin` kernels run at once on two streams (`two_streams`): the
 //! profile must show them on two stream lines, overlapping.
@@ -95,6 +100,11 @@ struct Extra {
     /// libcupti, they must be on the host's NVTX lines and name the kernels inside)
     #[arg(long)]
     nvtx: bool,
+    /// Instead of profiling, serve the profiler port (printing `listening on ADDR`)
+    /// and train for this many seconds with no session of its own, for `prof-top
+    /// --kernels` to watch
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    serve: u64,
 }
 
 fn main() -> Result<()> {
@@ -105,6 +115,7 @@ fn main() -> Result<()> {
             rounds,
             graph: graph_steps,
             nvtx,
+            serve,
         },
     ) = common::parse::<Extra>(
         "cuda_matmul",
@@ -123,6 +134,10 @@ fn main() -> Result<()> {
     let a: Vec<f32> = (0..N * N).map(|i| pseudo_random(i, 1)).collect();
     let b: Vec<f32> = (0..N * N).map(|i| pseudo_random(i, 2)).collect();
     let bias: Vec<f32> = (0..N).map(|j| pseudo_random(j, 3)).collect();
+
+    if serve > 0 {
+        return serve_for(&gpu, &a, &b, &bias, Duration::from_secs(serve));
+    }
 
     let options = args.options(ProfileOptions::default());
     let nvtx_tracked = nvtx && options.advanced_bool("gpu_enable_nvtx_tracking") == Some(true);
@@ -166,6 +181,28 @@ fn main() -> Result<()> {
         let rounds = gpu.overhead(launches as usize, rounds.max(1))?;
         println!("{}", rounds.summary(launches as usize));
     }
+    Ok(())
+}
+
+/// Trains for `duration` behind a profiler port, recording nothing unless someone
+/// watches or captures: what `prof-top --kernels` watches on a GPU machine
+/// (`examples/gpu_checks.sh`).
+fn serve_for(gpu: &Gpu, a: &[f32], b: &[f32], bias: &[f32], duration: Duration) -> Result<()> {
+    let server = prof::server::start(0)?;
+    println!("listening on {}", server.local_addr());
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let until = Instant::now() + duration;
+    let mut step = 0u64;
+    while Instant::now() < until {
+        let _step = trace!("Train", step_num = step);
+        gpu.step(a, b, bias, false)?;
+        step += 1;
+    }
+    server.stop();
+    println!(
+        "cuda_matmul: served {step} steps in {} s",
+        duration.as_secs()
+    );
     Ok(())
 }
 

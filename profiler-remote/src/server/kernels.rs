@@ -24,6 +24,17 @@ pub(super) struct KernelMeter {
 }
 
 impl KernelMeter {
+    /// Takes a first read now if there is none to difference against, so that the
+    /// next [`read`](Self::read) has an interval: called when the tracer may just have
+    /// started, before waiting for the next frame.
+    pub(super) fn prime(&mut self) {
+        if self.last.is_none() {
+            if let Some(now) = tracer::device_time() {
+                self.last = Some((Instant::now(), by_device(now)));
+            }
+        }
+    }
+
     /// Each device's kernels since the last read, or why there are none to show.
     /// `asked`: whether a watcher asked for kernels, for the reason said without them.
     pub(super) fn read(&mut self, asked: bool) -> Result<Vec<wire::DeviceKernels>, String> {
@@ -39,14 +50,13 @@ impl KernelMeter {
         let Some(now) = now else {
             self.last = None;
             return Err(if asked {
-                "no GPU tracer runs here (no profiler-cuda or no GPU, or CUPTI failed: \
-                 see the process's log)"
-                    .to_owned()
+                // Short enough for prof-top's line at 80 columns.
+                "no GPU tracer runs: no GPU or profiler-cuda, or CUPTI failed (its log)".to_owned()
             } else {
                 "off: prof-top --kernels traces them (CUPTI: ~1 µs a launch)".to_owned()
             });
         };
-        let now: HashMap<u32, DeviceTime> = now.into_iter().map(|d| (d.device, d)).collect();
+        let now = by_device(now);
         let Some((then, before)) = self.last.replace((at, now.clone())) else {
             return Err("kernel time shows from the next frame".to_owned());
         };
@@ -69,6 +79,10 @@ impl KernelMeter {
         out.sort_by_key(|d| d.device);
         Ok(out)
     }
+}
+
+fn by_device(devices: Vec<DeviceTime>) -> HashMap<u32, DeviceTime> {
+    devices.into_iter().map(|d| (d.device, d)).collect()
 }
 
 #[cfg(test)]

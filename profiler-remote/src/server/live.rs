@@ -235,6 +235,8 @@ impl Hub {
             }
             let kernels_asked = self.kernels_asked();
             self.ensure_recording(kernels_asked);
+            // A device tracer the recorder just started is measured over this wait.
+            kernels.prime();
             std::thread::sleep(wait);
             wait = TICK;
             let (recording, view) = self.view(&mut live, WINDOW);
