@@ -29,7 +29,9 @@
 #  7. the benches of the launch callback, the scope hook, the tracking allocator and
 #     stop's CPU side (10k and 100k launches) on this machine's host CPU;
 #  8. the live view: `prof-top --kernels` (text, then --json into OUT/prof-top.json)
-#     watching `cuda_matmul --serve`: NVML's GPUs and CUPTI's kernel time in a frame.
+#     watching `cuda_matmul --serve`: NVML's GPUs and CUPTI's kernel time in a frame;
+#  9. the stack sampler's cost on this host's CPU (docs/cost.md's goals: <= 1.01 at
+#     99 Hz, <= 1.02 at 1 kHz with perf), with kernel.perf_event_paranoid.
 # The CUDA libraries are looked for under $CUDA_LIB (default
 # /usr/local/cuda/targets/x86_64-linux/lib).
 set -uo pipefail
@@ -49,7 +51,8 @@ build() {
     cp "$root/target/release/examples/cuda_matmul" "$stage/"
     cp "$("$here/build_candle_cuda.sh" | tail -1)" "$stage/" || exit 1
     (cd "$root" && cargo bench --no-run -p profiler-cuda --bench callback --bench stop \
-        -p profiler-core --bench objects --message-format=json-render-diagnostics) |
+        -p profiler-core --bench objects -p profiler-sampling --bench sampling \
+        --message-format=json-render-diagnostics) |
         python3 -c '
 import json, shutil, sys, os
 for line in sys.stdin:
@@ -168,6 +171,10 @@ run() {
         "$bin/bench-stop" --bench --launches 10000,100000
         step "8. the live view: prof-top --kernels watching cuda_matmul --serve"
         live_check "$bin/prof-top" "$out" "$bin/cuda_matmul" --serve 25
+        step "9. the stack sampler's cost on this host (interleaved rounds)"
+        echo "perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid)"
+        (cd "$work" && "$bin/bench-sampling" --bench --warm-up-time 1 --measurement-time 2 \
+            --noplot 2>&1 | grep -E 'interleaved|sampling-|warning|refused')
         step "done"
     } 2>&1 | tee "$out/gpu-checks.log"
     tar czf "$out/profiles.tar.gz" -C "$work" --exclude=bin .
@@ -181,5 +188,5 @@ case $cmd in
     # live_check alone, against any server (tried without a GPU on serve_training):
     # gpu_checks.sh live PROF_TOP OUT SERVER...
     live) live_check "$@" ;;
-    *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

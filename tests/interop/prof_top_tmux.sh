@@ -50,6 +50,8 @@ tmux new-session -d -s "$session" -x 100 -y 30 \
 wait_for " connected " 10
 wait_for "load_batch" 10
 wait_for "forward" 5
+# No --kernels: the watched process traces no kernels, and the line says how to ask.
+wait_for "Kernels    off: prof-top --kernels" 5
 first=$(step_number)
 sleep 2.5
 second=$(step_number)
