@@ -7,7 +7,6 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL`), in a working
 //! directory of their own where no `s3:` directory may appear, and with `TMPDIR`
 //! pointing at a directory of the test's, where a failed upload's local copy must be.
-#![allow(clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use prof_test_support::child;
 use prof_test_support::workload::Workload;
 use profiler_remote::server;
 
@@ -227,42 +227,19 @@ fn serve_as_a_child_process() {
     );
     let server = server::start(0).expect("server");
     let _work = Workload::start();
-    println!("listening on 127.0.0.1:{}", server.local_addr().port());
+    child::listening(&format!("127.0.0.1:{}", server.local_addr().port()));
     std::thread::sleep(Duration::from_secs(10));
 }
 
 /// A prof server in a child process with no `AWS_*` variable; its address.
 fn child_server() -> (Child, String) {
-    let mut command = Command::new(std::env::current_exe().expect("test binary"));
+    let mut command = child::this_test("serve_as_a_child_process");
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("AWS_") {
             command.env_remove(key);
         }
     }
-    let mut child = command
-        .args([
-            "--ignored",
-            "--exact",
-            "serve_as_a_child_process",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("child");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                let _ = tx.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the child server started");
-    (child, addr)
+    child::server(command.env(CHILD, "1"))
 }
 
 fn capture(user: &User, hosts: &[String], logdir: &str) -> Output {
