@@ -28,6 +28,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod capture;
+pub mod connection;
 pub mod convert;
 pub mod diff;
 mod fetched;

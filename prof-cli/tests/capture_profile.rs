@@ -1,14 +1,13 @@
 //! The installed `capture-profile` binary against prof servers on loopback: what it
 //! writes, what it says, and its exit status.
-#![allow(clippy::print_stdout)]
 
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 // Captures record this process: one at a time.
-use prof_test_support::serial;
 use prof_test_support::workload::Workload;
+use prof_test_support::{child, serial};
 use profiler_remote::server::{self, ServerHandle};
 
 fn serve() -> (ServerHandle, String) {
@@ -83,37 +82,13 @@ fn serve_as_a_child_process() {
     );
     let (_server, addr) = serve();
     let _work = Workload::start();
-    println!("listening on {addr}");
+    child::listening(&addr);
     std::thread::sleep(Duration::from_secs(8));
 }
 
-/// Starts a child server process; its address once it printed it (at most 10 s).
+/// Starts a child server process; its address once it printed it.
 fn child_server() -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "serve_as_a_child_process",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("child");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                let _ = tx.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the child server started");
-    (child, addr)
+    child::server(child::this_test("serve_as_a_child_process").env(CHILD, "1"))
 }
 
 #[test]

@@ -1,15 +1,13 @@
 //! `prof-top`: its screens for fixed updates (80×24 and 60×20), and the installed
 //! binary's `--once`/`--json` against prof servers on loopback: the step time against
 //! the program's own clock, three hosts with the slow one marked, an unreachable host.
-#![allow(clippy::print_stdout)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use prof_cli::top::plain;
 use prof_cli::top::state::{App, Key, Link, Update};
-use prof_test_support::serial;
+use prof_test_support::{child, serial};
 use profiler_core::trace;
 use profiler_remote::live::proto::{
     Capture, DeviceKernels, Gpu, InputShare, Memory, Op, Recording, Snapshot, Step, StepTimes,
@@ -317,7 +315,7 @@ fn serve_as_a_child_process() {
         .parse()
         .expect("ms");
     let server = server::start(0).expect("server");
-    println!("listening on 127.0.0.1:{}", server.local_addr().port());
+    child::listening(&format!("127.0.0.1:{}", server.local_addr().port()));
     let until = Instant::now() + Duration::from_secs(15);
     let mut step = 0i64;
     while Instant::now() < until {
@@ -328,30 +326,7 @@ fn serve_as_a_child_process() {
 }
 
 fn child_server(step_ms: u64) -> (Child, String) {
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "serve_as_a_child_process",
-            "--nocapture",
-        ])
-        .env(CHILD, step_ms.to_string())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("child");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                let _ = tx.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the child server started");
-    (child, addr)
+    child::server(child::this_test("serve_as_a_child_process").env(CHILD, step_ms.to_string()))
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! A profile's events laid flat: each with its start and end on its producer's time
 //! axis (ns), its self time, and its step number when it is a step root. What the
-//! analyses of finished profiles ([`crate::summary`], [`crate::diff`]) read.
+//! analyses of finished profiles ([`crate::summary`], [`crate::diff`]) and of a running
+//! job's snapshots ([`crate::live`]) read.
 //!
 //! Self time is an event's duration minus that of the events nested directly inside it
 //! on the same line. A step root is an event with the `_r` stat and an int64
@@ -56,6 +57,23 @@ impl StepStats {
             cut: plane.stat_id(schema::CUT_BY_SESSION),
         }
     }
+}
+
+/// Every event of `profile` that is recorded work, with its self time: each plane's
+/// lines but prof's bookkeeping ones, and no event of the task environment (the
+/// session's own facts, not work).
+pub(crate) fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
+    let mut out = Vec::new();
+    for plane in &profile.xspace().planes {
+        if plane.name == schema::TASK_ENV_PLANE {
+            continue;
+        }
+        let ids = StepStats::of(plane);
+        for line in plane.lines.iter().filter(|l| !is_bookkeeping(l)) {
+            flatten_line(plane, line, &ids, &mut out);
+        }
+    }
+    out
 }
 
 /// Appends the events of `line` (of `plane`) to `out`, with their self times.
@@ -147,5 +165,60 @@ pub(crate) fn run_length(profile: &Profile, events: &[Flat<'_>]) -> u64 {
             - events.iter().map(|e| e.start).min().unwrap_or(0)
     } else {
         run
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prof_test_support::spaces;
+    use profiler_core::xspace::{XEvent, XLine};
+
+    use super::*;
+
+    #[test]
+    fn flatten_reads_every_line_of_work_and_nothing_else() {
+        let mut space = spaces::space();
+        // An event on a line of the task environment: the session's facts, not work.
+        let env = space
+            .planes
+            .iter_mut()
+            .find(|p| p.name == schema::TASK_ENV_PLANE)
+            .expect("the fixture has a task environment");
+        env.lines.push(XLine {
+            id: 1,
+            name: "main".into(),
+            events: vec![XEvent::new(1, 0, 1_000_000)],
+            ..XLine::default()
+        });
+        let profile = Profile::new(space);
+        let events = flatten(&profile);
+        // The fixture's slices and instants on both planes; not its counter samples
+        // (a bookkeeping line) nor the task environment's event.
+        assert_eq!(events.len() as u64, spaces::SLICES);
+        let total: u64 = events.iter().map(|e| e.end - e.start).sum();
+        assert_eq!(total, spaces::DURATION_NS as u64);
+        assert!(events.iter().all(|e| e.name != schema::HOST_BYTES_IN_USE));
+        // The step root and the events nested in it, on the host line's own axis
+        // (its timestamp, 1000 ns, added).
+        let steps: Vec<_> = events
+            .iter()
+            .filter_map(|e| e.step.map(|s| (e.name, s, e.start, e.end)))
+            .collect();
+        assert_eq!(steps, [("Train", 3, 1000, 2000)]);
+        let train = events.iter().find(|e| e.name == "Train").expect("Train");
+        // 1000 ns less its direct children, forward (300) and backward (500) (the
+        // checkpoint marker is an instant); the launch and the enqueue nested in
+        // backward count against backward, not again against the step.
+        assert_eq!(train.self_ns, 1000 - 300 - 500);
+        let backward = events
+            .iter()
+            .find(|e| e.name == "backward")
+            .expect("backward");
+        assert_eq!(backward.self_ns, 500 - 100 - 50);
+        let kernel = events
+            .iter()
+            .find(|e| e.name == "gemm_kernel")
+            .expect("the GPU plane's kernel");
+        assert_eq!((kernel.start, kernel.end), (1500, 1600));
     }
 }

@@ -40,10 +40,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use profiler_core::schema;
 use profiler_core::Profile;
 
-use crate::flat::{flatten_line, is_bookkeeping, Flat, StepStats};
+use crate::flat::{flatten, Flat};
 
 /// The name of the row that sums the ops beyond [`LiveOptions::max_ops`].
 pub const OTHER: &str = "other";
@@ -249,20 +248,6 @@ impl Live {
             self.ring.pop_front();
         }
     }
-}
-
-fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
-    let mut out = Vec::new();
-    for plane in &profile.xspace().planes {
-        if plane.name == schema::TASK_ENV_PLANE {
-            continue;
-        }
-        let ids = StepStats::of(plane);
-        for line in plane.lines.iter().filter(|l| !is_bookkeeping(l)) {
-            flatten_line(plane, line, &ids, &mut out);
-        }
-    }
-    out
 }
 
 /// The window's span: from `since_ns` (or the snapshot's start) to its end.

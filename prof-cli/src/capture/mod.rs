@@ -19,8 +19,9 @@ use clap::{CommandFactory, Parser};
 use profiler_core::error::report;
 use profiler_core::{ConfigValue, Error, ErrorKind, ExportFormat};
 use profiler_export::otlp::{OtlpOptions, Protocol};
-use profiler_remote::client::{self, CaptureError, CaptureRequest, ClientTls, Connection};
+use profiler_remote::client::{self, CaptureError, CaptureRequest};
 
+use crate::connection::ConnectionArgs;
 use crate::formats::{self, Formats};
 pub use plan::Plan;
 use report::Outcome;
@@ -29,8 +30,6 @@ use report::Outcome;
 const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 /// Longest delay before recording: an hour.
 const MAX_DELAY_MS: u64 = 3600 * 1000;
-/// Longest connect timeout: ten minutes.
-const MAX_CONNECT_TIMEOUT_MS: u64 = 600 * 1000;
 
 /// Captures a profile from running programs that serve tensorflow.ProfilerService
 /// (prof::server::start, jax.profiler.start_server, tf.profiler.experimental.server)
@@ -41,7 +40,14 @@ const MAX_CONNECT_TIMEOUT_MS: u64 = 600 * 1000;
     version,
     after_help = "Exit status: 0 when every host was captured with events, 1 when one failed \
                   or nothing was recorded, 2 on bad usage.\n\
-                  View the result with: xprof --logdir LOGDIR"
+                  View the result with: xprof --logdir LOGDIR",
+    // A capture is one call per host: what a timeout or a self-signed server means to it.
+    mut_arg("connect_timeout_ms", |a| a.help(
+        "How long connecting may take, and then how long a server has to first answer: \
+         past it, the host fails (something that is not a gRPC server listens there)")),
+    mut_arg("tls_ca", |a| a.help(
+        "Connect over TLS, trusting the certificate(s) in this PEM file (the server's own \
+         when self-signed)")),
 )]
 pub struct Args {
     /// Servers to capture: HOST:PORT, comma-separated or repeated
@@ -87,12 +93,6 @@ pub struct Args {
     #[arg(long = "advanced", value_name = "KEY=VALUE", value_parser = parse_advanced)]
     pub advanced: Vec<(String, ConfigValue)>,
 
-    /// How long connecting may take, and then how long a server has to first answer:
-    /// past it, the host fails (something that is not a gRPC server listens there)
-    #[arg(long, value_name = "MS", default_value_t = 5000,
-          value_parser = clap::value_parser!(u64).range(1..=MAX_CONNECT_TIMEOUT_MS))]
-    pub connect_timeout_ms: u64,
-
     /// Tries per host for unreachable or busy servers
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -126,24 +126,10 @@ pub struct Args {
     #[arg(long)]
     pub perfetto_link: bool,
 
-    /// Send `authorization: Bearer TOKEN` with every call (servers started with
-    /// ServerBuilder::bearer_token)
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "PROF_PROFILER_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
-
-    /// Connect over TLS, trusting the certificate(s) in this PEM file (the server's own
-    /// when self-signed)
-    #[arg(long, value_name = "FILE")]
-    pub tls_ca: Option<PathBuf>,
-
-    /// The name the server's certificate carries, when it is not the host in the address
-    #[arg(long, value_name = "NAME", requires = "tls_ca")]
-    pub tls_domain: Option<String>,
+    /// How the servers are reached: --connect-timeout-ms, --token, --tls-ca,
+    /// --tls-domain (clap reads no doc comment of a flattened field)
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
 }
 
 pub(crate) fn parse_address(address: &str) -> Result<String, String> {
@@ -234,14 +220,7 @@ impl Args {
                 ));
             }
         }
-        let tls = match &self.tls_ca {
-            Some(path) => Some(ClientTls {
-                ca_certificate_pem: std::fs::read(path)
-                    .map_err(|e| format!("--tls-ca {}: {e}", path.display()))?,
-                domain_name: self.tls_domain,
-            }),
-            None => None,
-        };
+        let connection = self.connection.connection()?;
         let request = CaptureRequest {
             duration_ms: self.duration_ms,
             delay_ms: self.delay_ms,
@@ -256,11 +235,7 @@ impl Args {
                 .join(profiler_export::logdir::PROFILE_PLUGIN_DIR)
                 .to_string_lossy()
                 .into_owned(),
-            connection: Connection {
-                bearer_token: self.token,
-                tls,
-                connect_timeout: Duration::from_millis(self.connect_timeout_ms),
-            },
+            connection,
             ..CaptureRequest::default()
         };
         let mut formats = self.format.0;

@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, Parser};
 use profiler_core::error::report;
-use profiler_remote::client::{ClientTls, Connection};
+use profiler_remote::client::Connection;
 use profiler_remote::live::proto::WatchRequest;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::capture::parse_address;
+use crate::connection::ConnectionArgs;
 use state::{Action, App, CaptureRun, Key, Update};
 
 /// Longest wait for --once: a minute.
@@ -74,28 +75,10 @@ pub struct Args {
     #[arg(long)]
     pub kernels: bool,
 
-    /// How long connecting may take
-    #[arg(long, value_name = "MS", default_value_t = 5000,
-          value_parser = clap::value_parser!(u64).range(1..=600_000))]
-    pub connect_timeout_ms: u64,
-
-    /// Send `authorization: Bearer TOKEN` with every call (servers started with
-    /// ServerBuilder::bearer_token)
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "PROF_PROFILER_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
-
-    /// Connect over TLS, trusting the certificate(s) in this PEM file
-    #[arg(long, value_name = "FILE")]
-    pub tls_ca: Option<PathBuf>,
-
-    /// The name the server's certificate carries, when it is not the host in the address
-    #[arg(long, value_name = "NAME", requires = "tls_ca")]
-    pub tls_domain: Option<String>,
+    /// How the servers are reached: --connect-timeout-ms, --token, --tls-ca,
+    /// --tls-domain (clap reads no doc comment of a flattened field)
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
 }
 
 impl Args {
@@ -110,19 +93,7 @@ impl Args {
                 return Err(format!("{address} is listed twice: list each host once"));
             }
         }
-        let tls = match &self.tls_ca {
-            Some(path) => Some(ClientTls {
-                ca_certificate_pem: std::fs::read(path)
-                    .map_err(|e| format!("--tls-ca {}: {e}", path.display()))?,
-                domain_name: self.tls_domain.clone(),
-            }),
-            None => None,
-        };
-        Ok(Connection {
-            bearer_token: self.token.clone(),
-            tls,
-            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
-        })
+        self.connection.connection()
     }
 }
 
@@ -290,13 +261,14 @@ fn start_capture(app: &mut App, args: &Args) -> Option<Child> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    if let Some(token) = &args.token {
+    let connection = &args.connection;
+    if let Some(token) = &connection.token {
         command.env("PROF_PROFILER_TOKEN", token);
     }
-    if let Some(ca) = &args.tls_ca {
+    if let Some(ca) = &connection.tls_ca {
         command.arg("--tls-ca").arg(ca);
     }
-    if let Some(domain) = &args.tls_domain {
+    if let Some(domain) = &connection.tls_domain {
         command.arg("--tls-domain").arg(domain);
     }
     let mut run = CaptureRun {

@@ -47,9 +47,7 @@ use std::fmt;
 use profiler_core::schema;
 use profiler_core::{Error, ErrorKind, Profile, Result};
 
-use crate::flat::{
-    flatten_line, is_bookkeeping, run_length, step_spans, Flat, StepSpan, StepStats,
-};
+use crate::flat::{flatten, run_length, step_spans, StepSpan};
 use crate::functions::{FunctionOptions, Functions};
 
 /// A column to sort a summary by.
@@ -446,20 +444,6 @@ fn compare(a: &SummaryRow, b: &SummaryRow, by: SortBy) -> std::cmp::Ordering {
         SortBy::Max => b.max_ns.cmp(&a.max_ns),
         SortBy::Mean => b.mean_ns().total_cmp(&a.mean_ns()),
     }
-}
-
-fn flatten(profile: &Profile) -> Vec<Flat<'_>> {
-    let mut out = Vec::new();
-    for plane in &profile.xspace().planes {
-        if plane.name == schema::TASK_ENV_PLANE {
-            continue;
-        }
-        let ids = StepStats::of(plane);
-        for line in plane.lines.iter().filter(|l| !is_bookkeeping(l)) {
-            flatten_line(plane, line, &ids, &mut out);
-        }
-    }
-    out
 }
 
 /// Adds a row per step of `profile` to `rows`.

@@ -48,7 +48,9 @@ fn fill_flags() {
 
 /// Sets what the callback knows of function `cbid` of `domain` from its name, as the
 /// tracer does from CUPTI's names when it starts: for tests and benchmarks that feed
-/// the callback synthetic data where no CUPTI can name the functions.
+/// the callback synthetic data where no CUPTI can name the functions. Only
+/// [`crate::synthetic`] hands it out, so it exists only where that module does.
+#[cfg(any(test, feature = "synthetic"))]
 #[doc(hidden)]
 pub fn set_function_name(domain: ApiDomain, cbid: u32, name: &str) {
     if let Some(slot) = flags_of(domain).get(cbid as usize) {

@@ -3,13 +3,15 @@
 //! contents are known ([`spaces`]), readers of a recorded profile ([`read`]), the
 //! indented tree of a recorded line that snapshot tests compare ([`tree`]), a scope
 //! hook that remembers what it was told ([`scope_hook`]), and a stand-in training job
-//! for capture tests ([`workload`]), and CPU time burnt by the thread's clock for
-//! sampling tests ([`cpu`]).
+//! for capture tests ([`workload`]), CPU time burnt by the thread's clock for
+//! sampling tests ([`cpu`]), and servers in child processes that say where they
+//! listen ([`child`]).
 //!
 //! A dev-dependency of the workspace's crates and of the fuzz targets' seed writer;
 //! never published (`publish = false`).
 #![allow(clippy::unwrap_used)]
 
+pub mod child;
 pub mod cpu;
 pub mod read;
 pub mod scope_hook;
