@@ -372,8 +372,11 @@ fn the_timer_backend_forced_by_option_samples_and_says_why() {
     let samples = samples(&profile);
     assert!(samples.backend.starts_with("timer"), "{}", samples.backend);
     let (h, l, _) = shares(&samples.profile);
-    // The kernel's tick caps the rate (250 Hz here): at least 40% of that.
-    assert!(h + l >= 90, "{h} + {l} timer samples");
+    // The kernel's tick caps the rate (250 Hz here, 225 samples for these 900 ms of
+    // CPU). A thread's CPU-clock timer is checked only at ticks that find it running,
+    // and expirations between two checks come as one signal, so on a machine loaded
+    // by other work (a load of 7 once gave under 40%) fewer arrive: at least a quarter.
+    assert!(h + l >= 56, "{h} + {l} timer samples");
     assert!(h > l, "heavy {h}, light {l}");
     let warnings = &profile.xspace().warnings;
     assert!(
