@@ -101,13 +101,23 @@ impl FlightRecorder {
 /// [`ErrorKind::InvalidArgument`] for invalid options or settings,
 /// [`ErrorKind::AlreadyExists`] when a session is running.
 pub fn start(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
+    start_recorder(options, recorder, None, false)
+}
+
+/// Every flight recorder's start: the settings checked, then a session of rings.
+fn start_recorder(
+    options: ProfileOptions,
+    recorder: FlightRecorder,
+    finisher: Option<session::Finisher>,
+    background: bool,
+) -> Result<()> {
     recorder.validate()?;
     session::start_with(
         options,
-        None,
+        finisher,
         recorder.events_per_thread,
         recorder.window,
-        false,
+        background,
     )
 }
 
@@ -121,14 +131,7 @@ pub fn start(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
 /// # Errors
 /// As [`start`]: [`ErrorKind::AlreadyExists`] while any session runs.
 pub fn start_background(options: ProfileOptions, recorder: FlightRecorder) -> Result<()> {
-    recorder.validate()?;
-    session::start_with(
-        options,
-        None,
-        recorder.events_per_thread,
-        recorder.window,
-        true,
-    )
+    start_recorder(options, recorder, None, true)
 }
 
 /// Stops the background flight recorder ([`start_background`]) if it is the running
@@ -156,14 +159,7 @@ pub fn start_writing(
     recorder: FlightRecorder,
     finisher: session::Finisher,
 ) -> Result<()> {
-    recorder.validate()?;
-    session::start_with(
-        options,
-        Some(finisher),
-        recorder.events_per_thread,
-        recorder.window,
-        false,
-    )
+    start_recorder(options, recorder, Some(finisher), false)
 }
 
 /// What the rings hold now, as a profile; recording goes on.

@@ -11,34 +11,42 @@ use crate::azure::{Azurite, AZ_KEY};
 use crate::s3::{S3, SECRET};
 use crate::setup::{capture, child_server, host_file, kept_in, text, User, BUCKET};
 
-#[test]
-fn a_wrong_secret_fails_naming_the_url_and_403_and_keeps_the_capture_locally() {
-    let s3 = S3::start();
-    let user = User::at(&s3.endpoint, "not-the-secret");
+/// A capture by `user`, of a server started for it, into `url`, which the store
+/// refuses or cannot be reached at: it must exit 1 naming the URL, keep the capture
+/// whole under the user's temporary directory, and leave no `s3:` or `az:` directory
+/// behind. Returns what it said and how long it took.
+fn refused_capture(user: &User, url: &str) -> (String, Duration) {
     let (mut child, host) = child_server();
-    let out = capture(
-        &user,
-        std::slice::from_ref(&host),
-        &format!("s3://{BUCKET}/denied"),
-    );
+    let started = Instant::now();
+    let out = capture(user, std::slice::from_ref(&host), url);
+    let took = started.elapsed();
     let _ = (child.kill(), child.wait());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains(&format!("s3://{BUCKET}/denied/plugins/profile/")),
-        "{stderr}"
-    );
-    assert!(stderr.contains("403"), "{stderr}");
+    assert!(stderr.contains(url), "{stderr}");
     let kept = kept_in(&stderr);
     assert!(kept.starts_with(user.tmp.path()), "{stderr}");
     let file = kept.join(host_file(&host));
     assert!(
         profiler_export::xplane::read(&file).is_ok(),
-        "{} holds the capture",
+        "{} holds the capture: {stderr}",
         file.display()
     );
-    assert!(s3.objects("denied").is_empty());
     user.assert_no_scheme_directory();
+    (stderr, took)
+}
+
+#[test]
+fn a_wrong_secret_fails_naming_the_url_and_403_and_keeps_the_capture_locally() {
+    let s3 = S3::start();
+    let user = User::at(&s3.endpoint, "not-the-secret");
+    let (stderr, _) = refused_capture(&user, &format!("s3://{BUCKET}/denied"));
+    assert!(
+        stderr.contains(&format!("s3://{BUCKET}/denied/plugins/profile/")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("403"), "{stderr}");
+    assert!(s3.objects("denied").is_empty());
 }
 
 #[test]
@@ -47,26 +55,10 @@ fn a_dead_endpoint_fails_within_seconds_and_keeps_the_capture_locally() {
     let endpoint = format!("http://{}", closed.local_addr().expect("addr"));
     drop(closed);
     let user = User::at(&endpoint, SECRET);
-    let (mut child, host) = child_server();
-    let started = Instant::now();
-    let out = capture(
-        &user,
-        std::slice::from_ref(&host),
-        &format!("s3://{BUCKET}/dead"),
-    );
-    let took = started.elapsed();
-    let _ = (child.kill(), child.wait());
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let (stderr, took) = refused_capture(&user, &format!("s3://{BUCKET}/dead"));
     // The capture is 0.3 s; the retries are bounded at 30 s.
     assert!(took < Duration::from_secs(45), "{took:?}");
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains(&format!("s3://{BUCKET}/dead")), "{stderr}");
     assert!(stderr.contains("connection refused"), "{stderr}");
-    assert!(
-        kept_in(&stderr).join(host_file(&host)).is_file(),
-        "{stderr}"
-    );
-    user.assert_no_scheme_directory();
 }
 
 /// A loopback proxy to `upstream` that answers the first `refusals` requests with 503
@@ -159,27 +151,12 @@ fn az_a_wrong_key_fails_naming_the_url_and_403_and_keeps_the_capture_locally() {
     };
     // A well-formed key that is not the account's.
     let user = azurite.user("bm90LXRoZS1hY2NvdW50J3Mta2V5LW5vdC10aGUtYWNjb3VudCdzLWtleQ==");
-    let (mut child, host) = child_server();
-    let out = capture(
-        &user,
-        std::slice::from_ref(&host),
-        &format!("az://{BUCKET}/denied"),
-    );
-    let _ = (child.kill(), child.wait());
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = text(&out.stderr);
+    let (stderr, _) = refused_capture(&user, &format!("az://{BUCKET}/denied"));
     assert!(
         stderr.contains(&format!("az://{BUCKET}/denied/plugins/profile/")),
         "{stderr}"
     );
     assert!(stderr.contains("403"), "{stderr}");
-    let kept = kept_in(&stderr);
-    assert!(kept.starts_with(user.tmp.path()), "{stderr}");
-    assert!(
-        profiler_export::xplane::read(&kept.join(host_file(&host))).is_ok(),
-        "{stderr}"
-    );
-    user.assert_no_scheme_directory();
 }
 
 #[test]
@@ -191,24 +168,8 @@ fn az_a_dead_endpoint_fails_within_seconds_and_keeps_the_capture_locally() {
     let mut user = azurite.user(AZ_KEY);
     user.env[1].1 = format!("http://{}", closed.local_addr().expect("addr"));
     drop(closed);
-    let (mut child, host) = child_server();
-    let started = Instant::now();
-    let out = capture(
-        &user,
-        std::slice::from_ref(&host),
-        &format!("az://{BUCKET}/dead"),
-    );
-    let took = started.elapsed();
-    let _ = (child.kill(), child.wait());
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let (_, took) = refused_capture(&user, &format!("az://{BUCKET}/dead"));
     assert!(took < Duration::from_secs(45), "{took:?}");
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains(&format!("az://{BUCKET}/dead")), "{stderr}");
-    assert!(
-        kept_in(&stderr).join(host_file(&host)).is_file(),
-        "{stderr}"
-    );
-    user.assert_no_scheme_directory();
 }
 
 // gs:// goes through the same code with object_store's GCS client; no GCS emulator

@@ -113,43 +113,36 @@ pub(crate) fn train_loop(
     slower: Option<(&'static str, f64)>,
     marked: bool,
 ) -> XSpace {
-    let mut l = Loop::new(seed, slower);
-    let mut t = 0;
-    for step in 0..steps {
-        let start = t;
-        let miss = if step % 8 == 0 { 3.0 } else { 1.0 };
-        let mut at = l.op("load_batch", start + 20, 2000.0 * miss);
-        let forward = at;
-        at = l.op("dense_1/MatMul", at + 50, 5000.0);
-        at = l.op("dense_2/MatMul", at, 800.0);
-        l.event("forward", forward, at, Stats::new());
-        at = l.op("loss", at, 300.0);
-        at = l.op("backward", at, 7000.0);
-        at = l.op("optimizer", at, 1500.0);
-        let end = at + 100;
-        let stats = if marked {
-            l.step_stats(step)
-        } else {
-            Stats::new()
-        };
-        l.event("Train", start, end, stats);
-        t = end + 10;
-    }
-    l.space("trainer")
+    loop_space(seed, steps, slower, marked, false)
 }
 
 /// `steps` whole steps of [`train_loop`], then one more that the session's stop cut in
 /// its forward pass: its `Train` root ends at the stop, marked `cut_by_session`, as the
 /// recorder marks a step still open at the stop.
 pub(crate) fn train_loop_cut_at_stop(seed: u64, steps: i64) -> XSpace {
-    let mut l = Loop::new(seed, None);
+    loop_space(seed, steps, None, true, true)
+}
+
+fn loop_space(
+    seed: u64,
+    steps: i64,
+    slower: Option<(&'static str, f64)>,
+    marked: bool,
+    cut_after: bool,
+) -> XSpace {
+    let mut l = Loop::new(seed, slower);
     let mut t = 0;
-    for step in 0..=steps {
+    for step in 0..steps + i64::from(cut_after) {
         let start = t;
-        let mut at = l.op("load_batch", start + 20, 2000.0);
+        let miss = if step % 8 == 0 { 3.0 } else { 1.0 };
+        let mut at = l.op("load_batch", start + 20, 2000.0 * miss);
         let forward = at;
         at = l.op("dense_1/MatMul", at + 50, 5000.0);
-        let mut stats = l.step_stats(step);
+        let mut stats = if marked {
+            l.step_stats(step)
+        } else {
+            Stats::new()
+        };
         if step == steps {
             // The stop came here: forward and the step end with it.
             l.event("forward", forward, at, Stats::new());
